@@ -1,0 +1,43 @@
+# Everything a fresh machine needs comes from here: `make demo` and `make test`
+# create .venv on first use. Setup is stamp-driven so a second run does nothing.
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+JARS    := $(VENV)/share/waterline/jars
+STAMP   := $(VENV)/.setup-stamp
+M2_DEPS := .cache/maven-deps
+
+.PHONY: setup test demo bench dev lock clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/select_jars.py
+	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	mvn -q -B -f build/delta-jars.pom.xml dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
+	$(BIN)/python build/select_jars.py $(M2_DEPS) $(JARS)
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(BIN)/waterline demo
+
+bench: setup
+	$(BIN)/python -m bench
+
+dev: setup
+	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \
+	    DAGSTER_HOME=$$DAGSTER_HOME $(BIN)/dagster dev -m dags -h 127.0.0.1 -p 3000
+
+# Re-resolve the full pinned set after changing requirements.txt.
+lock:
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^waterline' > requirements.lock
+
+clean:
+	rm -rf $(VENV) $(M2_DEPS) .waterline .pytest_cache

@@ -1,0 +1,1 @@
+"""Spark + Delta engine: session, held table, ingest, release, GC, status."""
