@@ -1,0 +1,210 @@
+"""The feed spec as frozen dataclasses. Built and validated by `waterline.spec.loader`."""
+
+from __future__ import annotations
+
+import importlib
+import string
+import sys
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+from waterline.spec.durations import format_duration
+from waterline.spec.errors import SpecError
+from waterline.spec.partitions import PartitionScheme
+
+SOURCE_FORMATS = ("json", "csv", "parquet", "delta")
+LATE_POLICIES = ("publish", "drop", "quarantine")
+WATERLINE_MODES = ("clock", "event")
+# The name of the source when the spec uses the single `source:` key, and the
+# view holding the union of all sources.
+DEFAULT_SOURCE = "source"
+# Placeholders a source path may contain, by partition kind.
+PATH_PLACEHOLDERS = {
+    "daily": ("partition", "date"),
+    "hourly": ("partition", "date", "hour"),
+    "static": ("partition",),
+}
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One input: a Spark reader ``format``, a ``path`` template and reader ``options``.
+
+    ``path`` is absolute (or a URI) and may hold ``{partition}`` (the key),
+    and for time partitions ``{date}`` (``YYYY-MM-DD``) and, hourly, ``{hour}``
+    (``HH``): Hadoop paths cannot hold the ``:`` of hourly keys, so hourly
+    sources use ``.../{date}/{hour}/``.
+    """
+
+    format: str
+    path: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    def path_for(self, partition: str) -> str:
+        """The path of this source's data for one (already validated) partition key."""
+        values = {"partition": partition, "date": partition[:10], "hour": partition[11:13]}
+        return self.path.format(**values)
+
+    def placeholders(self) -> set[str]:
+        return {name for _, name, _, _ in string.Formatter().parse(self.path) if name is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"format": self.format, "path": self.path}
+        if self.options:
+            out["options"] = dict(self.options)
+        return out
+
+
+@dataclass(frozen=True)
+class WaterlineSpec:
+    """How the feed's waterline W advances.
+
+    ``clock``: W = now. ``event``: W = max event time seen minus ``lateness``
+    (capped at now); with several sources, the minimum over sources that got
+    data within ``idle_after`` (``None``: a source is never considered idle).
+    """
+
+    mode: str = "clock"
+    lateness: timedelta = timedelta(0)
+    idle_after: timedelta | None = None
+
+    @property
+    def lateness_us(self) -> int:
+        return _micros(self.lateness)
+
+    @property
+    def idle_after_us(self) -> int | None:
+        return None if self.idle_after is None else _micros(self.idle_after)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "event":
+            out["lateness"] = format_duration(self.lateness)
+            if self.idle_after is not None:
+                out["idle_after"] = format_duration(self.idle_after)
+        return out
+
+
+@dataclass(frozen=True)
+class FeedSpec:
+    """A validated feed spec (see DESIGN.md, "Public surface").
+
+    ``sources`` always maps source names to sources: a spec written with the
+    single ``source:`` key has one source named ``"source"``. ``tiers`` keeps
+    the YAML order. Paths are absolute.
+    """
+
+    feed: str
+    warehouse: Path
+    sources: dict[str, SourceSpec]
+    partitions: PartitionScheme
+    key: tuple[str, ...]
+    event_time: str
+    tiers: dict[str, str]
+    transform: str | None = None
+    job: str | None = None
+    timezone: str = "UTC"
+    waterline: WaterlineSpec = field(default_factory=WaterlineSpec)
+    late: str = "publish"
+    release_interval_seconds: int = 30
+    description: str | None = None
+    # The YAML file the spec came from (None when built from a dict) and the
+    # folder relative paths resolved against; neither is part of equality.
+    spec_file: str | None = field(default=None, compare=False)
+    base_dir: Path | None = field(default=None, compare=False, repr=False)
+
+    # -- tables ---------------------------------------------------------------
+    @property
+    def feed_dir(self) -> str:
+        """``<warehouse>/<feed>``: every Delta table of the feed lives below it."""
+        return str(self.warehouse / self.feed)
+
+    @property
+    def held_path(self) -> str:
+        return str(self.warehouse / self.feed / "held")
+
+    @property
+    def quarantine_path(self) -> str:
+        return str(self.warehouse / self.feed / "quarantine")
+
+    def tier_path(self, tier: str) -> str:
+        """The Delta table consumers of ``tier`` read."""
+        if tier not in self.tiers:
+            raise SpecError(f"{self.origin}: tiers.{tier}: no such tier (tiers: {', '.join(self.tiers)})")
+        return str(self.warehouse / self.feed / "tiers" / tier)
+
+    # -- sources --------------------------------------------------------------
+    def source_path(self, source_name: str, partition: str) -> str:
+        """The path to read ``source_name`` from for ``partition`` (validated)."""
+        if source_name not in self.sources:
+            raise SpecError(f"{self.origin}: sources.{source_name}: no such source (sources: {', '.join(self.sources)})")
+        return self.sources[source_name].path_for(self.partitions.validate(partition))
+
+    @property
+    def views(self) -> dict[str, tuple[str, ...]]:
+        """Spark view name -> the sources it reads, for running ``transform``.
+
+        Each source is a view under its own name, and the view ``source`` is
+        the union (by column name) of all of them, so a one-source feed's
+        transform reads ``source`` whatever the source is called.
+        """
+        views = {name: (name,) for name in self.sources}
+        views[DEFAULT_SOURCE] = tuple(self.sources)
+        return views
+
+    def job_callable(self) -> Callable[..., Any] | None:
+        """Import ``job`` (``module:function``); None when the feed has no job.
+
+        The module is looked up on ``sys.path`` and then in ``base_dir``: the
+        `waterline` console script does not put the working directory on
+        ``sys.path``, yet project modules like ``spark_jobs`` live there.
+        """
+        if self.job is None:
+            return None
+        module_name, _, attr = self.job.partition(":")
+        if self.base_dir is not None and str(self.base_dir) not in sys.path:
+            sys.path.append(str(self.base_dir))
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise SpecError(f"{self.origin}: job: cannot import module {module_name!r}: {exc}") from exc
+        fn = getattr(module, attr, None)
+        if not callable(fn):
+            raise SpecError(f"{self.origin}: job: module {module_name!r} has no function {attr!r}")
+        return fn
+
+    # -- serialisation --------------------------------------------------------
+    @property
+    def origin(self) -> str:
+        """``spec <file>`` (or ``spec <feed>``), the prefix of this spec's errors."""
+        return f"spec {self.spec_file or self.feed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict that `spec_from_dict` turns back into an equal FeedSpec."""
+        out: dict[str, Any] = {"feed": self.feed}
+        if self.description is not None:
+            out["description"] = self.description
+        out["warehouse"] = str(self.warehouse)
+        if list(self.sources) == [DEFAULT_SOURCE]:
+            out["source"] = self.sources[DEFAULT_SOURCE].to_dict()
+        else:
+            out["sources"] = {name: src.to_dict() for name, src in self.sources.items()}
+        out["partitions"] = self.partitions.to_dict()
+        if self.transform is not None:
+            out["transform"] = self.transform
+        if self.job is not None:
+            out["job"] = self.job
+        out["key"] = list(self.key)
+        out["event_time"] = self.event_time
+        out["timezone"] = self.timezone
+        out["waterline"] = self.waterline.to_dict()
+        out["tiers"] = dict(self.tiers)
+        out["late"] = self.late
+        out["release_interval_seconds"] = self.release_interval_seconds
+        return out
+
+
+def _micros(value: timedelta) -> int:
+    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
