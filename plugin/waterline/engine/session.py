@@ -36,8 +36,9 @@ LOCAL_DEFAULTS = {
     "spark.databricks.delta.autoCompact.enabled": "false",
     "spark.driver.memory": "2g",
     "spark.sql.warehouse.dir": str(Path(".waterline/spark-warehouse").absolute()),
-    "spark.driver.extraJavaOptions": "-Dderby.system.home=.waterline/derby",
 }
+
+_LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
 def jars_dir() -> Path:
@@ -74,6 +75,7 @@ def spark_conf(config: SessionConfig | None = None) -> dict[str, str]:
     """The full Spark conf waterline needs (also fed to dagster-pyspark's resource)."""
     config = config or SessionConfig.from_env()
     conf = dict(LOCAL_DEFAULTS) if config.master.startswith("local") else {}
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
     conf.update(DELTA_CONF)
     conf["spark.jars"] = ",".join(delta_jars())
     conf.update(config.conf)
@@ -85,6 +87,8 @@ def get_session(config: SessionConfig | None = None) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     config = config or SessionConfig.from_env()
+    # Python UDF workers (the calendar functions) must run the interpreter that has waterline.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(config.app_name)
     if config.remote:
         builder = builder.remote(config.remote)

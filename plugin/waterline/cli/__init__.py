@@ -1,0 +1,44 @@
+"""The `waterline` command: plan, ingest, backfill, release, status, hold/resume, gc, demo.
+
+Every error is one line on stderr and a non-zero exit; `--verbose` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from waterline.cli.commands import cli
+from waterline.errors import WaterlineError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the click group, turning every failure into one line."""
+    args = sys.argv[1:] if argv is None else argv
+    verbose = "--verbose" in args or "-v" in args
+    try:
+        cli.main(args=args, prog_name="waterline", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(EXIT_INTERNAL_ERROR)
+    except click.ClickException as exc:
+        click.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except WaterlineError as exc:
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except Exception as exc:  # Spark and Delta errors: keep the first line, the rest behind --verbose
+        if verbose:
+            traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [""])[0]
+        click.echo(f"error: {type(exc).__name__}: {first} (run with --verbose for details)", err=True)
+        sys.exit(EXIT_INTERNAL_ERROR)

@@ -1,0 +1,156 @@
+"""Click commands. Each loads the spec, calls the engine and renders the result."""
+
+from __future__ import annotations
+
+import json
+
+
+import click
+
+from waterline.cli import render
+
+
+def _spec(path: str):
+    from waterline.spec import load_spec
+
+    return load_spec(path)
+
+
+def _spark():
+    from waterline.engine.session import get_session
+
+    return get_session()
+
+
+def _instant(text: str | None) -> int | None:
+    from waterline.clock import parse_instant
+
+    return None if text is None else parse_instant(text)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="waterline")
+def cli(verbose: bool) -> None:
+    """Delayed, embargoed and tiered releases of processed data."""
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--tier", "tier", help="Only this tier.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def plan(spec: str, tier: str | None, as_json: bool) -> None:
+    """Print each tier's release plan: branches of (guard, start, end)."""
+    from waterline.policy import compile_policy
+
+    feed = _spec(spec)
+    tiers = {tier: feed.tiers[tier]} if tier else feed.tiers
+    if tier and tier not in feed.tiers:
+        raise click.BadParameter(f"unknown tier {tier!r} (tiers: {', '.join(feed.tiers)})", param_hint="--tier")
+    plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
+    if as_json:
+        click.echo(json.dumps({name: p.to_json() for name, p in plans.items()}, indent=2))
+        return
+    for name, p in plans.items():
+        click.echo(f"tier {name}: {feed.tiers[name]}")
+        click.echo(render.indent(p.describe()))
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--partition", "-p", required=True, help="Partition key, e.g. 2026-01-05.")
+def ingest(spec: str, partition: str) -> None:
+    """Process one partition into the held table."""
+    from waterline.engine.ingest import ingest as run
+
+    result = run(_spark(), _spec(spec), partition)
+    click.echo(render.ingest_line(result))
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--from", "first", required=True, help="First partition (inclusive).")
+@click.option("--to", "last", required=True, help="Last partition (inclusive).")
+def backfill(spec: str, first: str, last: str) -> None:
+    """Ingest a range of partitions, in order, with a progress bar."""
+    from waterline.engine.ingest import ingest as run
+
+    feed = _spec(spec)
+    keys = feed.partitions.keys(first, last)
+    if not keys:
+        raise click.BadParameter(f"no partitions from {first} to {last}", param_hint="--from/--to")
+    spark = _spark()
+    results = []
+    with click.progressbar(keys, label=f"backfill {feed.feed}", item_show_func=lambda k: k or "") as bar:
+        for key in bar:
+            results.append(run(spark, feed, key))
+    for result in results:
+        click.echo(render.ingest_line(result))
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--as-of", "as_of", help="Release up to this instant (capped by the clock and the mode's W).")
+def release(spec: str, as_of: str | None) -> None:
+    """Advance the waterline and publish what became due to every tier not on hold."""
+    from waterline.engine.release import release as run
+
+    result = run(_spark(), _spec(spec), as_of_us=_instant(as_of))
+    click.echo(render.release_table(result))
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(spec: str, as_json: bool) -> None:
+    """Per tier: W_T, lag behind the clock, pending versions, next due time, hold. No Spark."""
+    from waterline.engine.state import read_feed_state
+
+    state = read_feed_state(_spec(spec))
+    if as_json:
+        click.echo(json.dumps(state.to_dict(), indent=2))
+    else:
+        click.echo(render.status_table(state))
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--tier", "tier", required=True)
+def hold(spec: str, tier: str) -> None:
+    """Stop releasing a tier: it keeps its rows and W_T."""
+    from waterline.engine.control import hold as run
+
+    run(_spark(), _spec(spec), tier)
+    click.echo(f"tier {tier}: on hold")
+
+
+@cli.command()
+@click.argument("spec")
+@click.option("--tier", "tier", required=True)
+def resume(spec: str, tier: str) -> None:
+    """Resume releasing a held tier (the next release catches it up)."""
+    from waterline.engine.control import resume as run
+
+    run(_spark(), _spec(spec), tier)
+    click.echo(f"tier {tier}: resumed")
+
+
+@cli.command()
+@click.argument("spec")
+def gc(spec: str) -> None:
+    """Drop held versions that can never change a tier again, and compact files."""
+    from waterline.engine.gc import gc as run
+
+    result = run(_spark(), _spec(spec))
+    click.echo(f"gc {result.feed}: removed {result.versions_removed} of {result.versions_before} held versions")
+
+
+@cli.command()
+@click.option("--root", default=".waterline/demo", show_default=True, help="Folder for the demo's data and tables.")
+def demo(root: str) -> None:
+    """The whole story on local data: two feeds, ingests, releases stepped through time."""
+    from waterline.cli.demo import run_demo
+
+    run_demo(root, echo=click.echo)
+
+

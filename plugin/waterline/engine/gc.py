@@ -1,0 +1,70 @@
+"""State cleaning: drop held versions that can never change any tier again.
+
+A version is dead when, in every tier, a newer version of its identity has
+already taken over (takeover <= W_T): the governing version only moves forward
+in seq as W grows, so the dead one can never govern again. The newest version of
+an identity is kept (ingest diffs against it) unless it is a removal every tier
+has applied, in which case the identity is forgotten entirely. A tier that was
+never released keeps everything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from waterline.engine import columns as C
+from waterline.engine.commits import commit_state, table_exists
+from waterline.engine.lease import feed_lease
+from waterline.engine.results import GcResult
+from waterline.engine.tables import held_state, read_delta, tier_state
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from waterline.spec import FeedSpec
+
+
+def gc(spark: "SparkSession", spec: "FeedSpec", *, compact: bool = True) -> GcResult:
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    if not table_exists(spec.held_path):
+        return GcResult(feed=spec.feed, versions_before=0, versions_removed=0, files_compacted=False)
+    with feed_lease(spec.feed_dir, feed=spec.feed):
+        hstate = held_state(spec)
+        tiers = {t: tier_state(spec, t) for t in spec.tiers}
+        held = read_delta(spark, spec.held_path)
+        total = held.count()
+        if any(s["w"] is None for s in tiers.values()):
+            return GcResult(feed=spec.feed, versions_before=total, versions_removed=0, files_compacted=False)
+        keys = [C.PARTITION, *spec.key]
+        applied_seq = min(s["seq"] for s in tiers.values())
+        per_identity = held.groupBy(*keys).agg(
+            F.max(C.SEQ).alias("_newest"),
+            *[F.max(F.when(F.col(C.tau(t)) <= s["w"], F.col(C.SEQ))).alias(f"_g{i}")
+              for i, (t, s) in enumerate(tiers.items())],
+        )
+        superseded = F.lit(True)
+        for i in range(len(tiers)):
+            superseded = superseded & (F.col(C.SEQ) < F.coalesce(F.col(f"_g{i}"), F.lit(-1)))
+        forgotten_removal = (
+            (F.col(C.SEQ) == F.col("_newest")) & F.col(C.REMOVED) & (F.col(C.SEQ) <= applied_seq)
+        )
+        dead = (
+            held.join(per_identity, on=keys)
+            .filter(superseded | forgotten_removal)
+            .select(*keys, C.SEQ)
+            .cache()
+        )
+        removed = dead.count()
+        state = dict(hstate, op="gc")
+        with commit_state(spark, state):
+            if removed:
+                on = " AND ".join(f"h.`{k}` = d.`{k}`" for k in [*keys, C.SEQ])
+                DeltaTable.forPath(spark, spec.held_path).alias("h").merge(dead.alias("d"), on) \
+                    .whenMatchedDelete().execute()
+            if compact and removed:
+                DeltaTable.forPath(spark, spec.held_path).optimize().executeCompaction()
+        dead.unpersist()
+        return GcResult(feed=spec.feed, versions_before=total, versions_removed=removed,
+                        files_compacted=bool(compact and removed))

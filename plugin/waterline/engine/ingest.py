@@ -1,0 +1,206 @@
+"""Ingest one feed partition into the held table as versions.
+
+New and changed rows get a version, rows the partition no longer produces get a
+removal version, unchanged rows get none; an identical re-run appends nothing.
+All of it lands in one Delta commit that also advances the feed's ingest
+sequence, under the feed lease, so a crash at any point leaves either the old
+or the new state, and a re-run converges.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from waterline.clock import SystemClock
+from waterline.engine import columns as C
+from waterline.engine.commits import commit_state, table_exists
+from waterline.engine.event_time import advance_sources, event_waterline
+from waterline.engine.lease import feed_lease
+from waterline.engine.sqltext import sql_string
+from waterline.engine.results import IngestResult
+from waterline.engine.schedule import compile_tiers, removal_schedule, with_schedule
+from waterline.engine.source import SOURCE_COLUMN, read_output, session_timezone
+from waterline.engine.tables import ensure_tier_tables, held_state, payload_schema, read_delta
+from waterline.engine.validate import (
+    REASON, check_columns, check_duplicates, check_schema, parse_event_time, reason_column,
+)
+from waterline.semantics import NEG_INF
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from waterline.spec import FeedSpec
+
+_KIND = "_wl_kind"
+
+
+def ingest(spark: "SparkSession", spec: "FeedSpec", partition: str, *, clock=None) -> IngestResult:
+    """Process ``partition`` and append what changed to the held table."""
+    clock = clock or SystemClock()
+    partition = spec.partitions.validate(partition)
+    with feed_lease(spec.feed_dir, feed=spec.feed), session_timezone(spark, spec.timezone):
+        return _ingest_locked(spark, spec, partition, clock)
+
+
+def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    state = held_state(spec)
+    now = clock.now_us()
+    raw = read_output(spark, spec, partition)
+    check_columns(spec, raw)
+    payload = [c for c in raw.columns if not C.is_system(c)]
+    parsed = parse_event_time(spec, raw)
+    if table_exists(spec.held_path):
+        check_schema(spec, read_delta(spark, spec.held_path).schema, parsed.schema)
+    plans = compile_tiers(spark, spec, parsed.select(payload))
+
+    late_before = state.get("event_w") if spec.waterline.mode == "event" else None
+    rows = parsed.withColumn(REASON, reason_column(spec, late_before))
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        valid = rows.filter(F.col(REASON).isNull())
+        check_duplicates(spec, partition, valid)
+        stats = _row_stats(spec, rows)
+        versions = _versions(spark, spec, partition, valid.select(*payload), plans).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        try:
+            counts = _version_counts(spec, versions)
+            seq = state.get("seq", 0) + 1
+            sources = advance_sources(spec, state.get("sources", {}), stats["max_event_by_source"], now)
+            event_w = event_waterline(spec, sources, state.get("event_w"), now)
+            _write_quarantine(spark, spec, partition, rows, now, quarantine=stats["quarantined"] > 0)
+            written = counts["total"] > 0
+            if written or event_w != state.get("event_w") or sources != state.get("sources"):
+                new_state = {
+                    "op": "ingest", "seq": seq if written else state.get("seq", 0), "partition": partition,
+                    "versions": counts["total"], "min_tau": counts["min_tau"],
+                    "sources": sources, "event_w": event_w,
+                }
+                with commit_state(spark, new_state):
+                    (
+                        versions.drop(_KIND).withColumn(C.SEQ, F.lit(seq).cast("bigint"))
+                        .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
+                    )
+            ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
+        finally:
+            versions.unpersist()
+    finally:
+        rows.unpersist()
+    due = [t for t in counts["min_tau"].values() if t is not None]
+    return IngestResult(
+        feed=spec.feed, partition=partition, seq=seq if written else None,
+        rows_read=stats["rows"], versions_written=counts["total"], inserted=counts["insert"],
+        updated=counts["update"], removed=counts["remove"],
+        unchanged=stats["valid"] - counts["insert"] - counts["update"],
+        quarantined=stats["quarantined"], late_dropped=stats["late_dropped"],
+        event_waterline_us=event_w, next_due_us=max(min(due), now) if due else None,
+    )
+
+
+def _row_stats(spec: "FeedSpec", rows: "DataFrame") -> dict:
+    """One pass over the output: counts and per-source max event time of valid rows."""
+    from pyspark.sql import functions as F
+
+    late_drop = F.col(REASON).startswith("late") & F.lit(spec.late == "drop")
+    source = F.col(SOURCE_COLUMN) if SOURCE_COLUMN in rows.columns else F.lit("*")
+    grouped = rows.groupBy(source.alias("s")).agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(F.col(REASON).isNull(), 1)).alias("valid"),
+        F.count(F.when(F.col(REASON).isNotNull() & ~late_drop, 1)).alias("quarantined"),
+        F.count(F.when(late_drop, 1)).alias("late_dropped"),
+        F.max(F.when(F.col(REASON).isNull(), F.expr(f"unix_micros(`{spec.event_time}`)"))).alias("max_event"),
+    ).collect()
+    by_source = {r["s"]: r["max_event"] for r in grouped if r["max_event"] is not None}
+    if "*" in by_source:  # rows do not say which source they came from: credit every source
+        by_source = {name: by_source["*"] for name in spec.sources}
+    return {
+        "rows": sum(r["rows"] for r in grouped),
+        "valid": sum(r["valid"] for r in grouped),
+        "quarantined": sum(r["quarantined"] for r in grouped),
+        "late_dropped": sum(r["late_dropped"] for r in grouped),
+        "max_event_by_source": by_source,
+    }
+
+
+def _versions(spark, spec: "FeedSpec", partition: str, new: "DataFrame", plans) -> "DataFrame":
+    """Diff the partition's new output against its current versions in the held table."""
+    from pyspark.sql import functions as F
+
+    payload = new.columns
+    keys = list(spec.key)
+    tagged = (
+        new.withColumn(C.HASH, F.sha2(F.to_json(F.struct(*[F.col(c) for c in payload])), 256))
+        .withColumn(C.PARTITION, F.lit(partition))
+        .withColumn(C.REMOVED, F.lit(False))
+        .withColumn(_KIND, F.lit("insert"))
+    )
+    tagged = with_schedule(tagged, plans)
+    if not table_exists(spec.held_path):
+        return _finish(tagged)
+    current = (
+        read_delta(spark, spec.held_path)
+        .filter(F.col(C.PARTITION) == partition)
+        .groupBy(*keys)
+        .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r")), F.col(C.SEQ)).alias("_cur"))
+    )
+    joined = tagged.join(current, on=keys, how="full_outer")
+    cur_live = F.col("_cur").isNotNull() & ~F.col("_cur.r")
+    kind = (
+        F.when(F.col(C.HASH).isNotNull() & ~cur_live, F.lit("insert"))
+        .when(F.col(C.HASH).isNotNull() & (F.col(C.HASH) != F.col("_cur.h")), F.lit("update"))
+        .when(F.col(C.HASH).isNull() & cur_live, F.lit("remove"))
+    )
+    changed = joined.withColumn(_KIND, kind).filter(F.col(_KIND).isNotNull()).drop("_cur")
+    removals = removal_schedule(
+        changed.filter(F.col(_KIND) == "remove")
+        .withColumn(C.PARTITION, F.lit(partition)).withColumn(C.REMOVED, F.lit(True)),
+        plans,
+    )
+    upserts = changed.filter(F.col(_KIND) != "remove")
+    return _finish(upserts.unionByName(removals))
+
+
+def _finish(df: "DataFrame") -> "DataFrame":
+    from pyspark.sql import functions as F
+
+    return df.withColumn(C.INGESTED_AT, F.current_timestamp())
+
+
+def _version_counts(spec: "FeedSpec", versions: "DataFrame") -> dict:
+    from pyspark.sql import functions as F
+
+    aggs = [F.count(F.lit(1)).alias("total")]
+    aggs += [F.count(F.when(F.col(_KIND) == k, 1)).alias(k) for k in ("insert", "update", "remove")]
+    aggs += [F.min(C.tau(t)).alias(f"tau_{i}") for i, t in enumerate(spec.tiers)]
+    row = versions.agg(*aggs).collect()[0]
+    min_tau = {t: row[f"tau_{i}"] for i, t in enumerate(spec.tiers)}
+    return {
+        "total": row["total"], "insert": row["insert"], "update": row["update"], "remove": row["remove"],
+        # A NEG_INF takeover (removal, recall) is due at once: keep it, the sensor clamps to now.
+        "min_tau": {t: (v if v is None or v > NEG_INF else NEG_INF) for t, v in min_tau.items()},
+    }
+
+
+def _write_quarantine(spark, spec, partition, rows, now_us, *, quarantine: bool) -> None:
+    """Replace the partition's quarantine rows: re-runs never duplicate them."""
+    from pyspark.sql import functions as F
+
+    if not quarantine and not table_exists(spec.quarantine_path):
+        return
+    bad = rows.filter(F.col(REASON).isNotNull() & ~(F.col(REASON).startswith("late") & F.lit(spec.late == "drop")))
+    payload = [c for c in rows.columns if not C.is_system(c) and c != REASON]
+    out = bad.select(
+        F.lit(partition).alias(C.PARTITION),
+        F.col(REASON).alias("_wl_reason"),
+        F.to_json(F.struct(*[F.col(c) for c in payload])).alias("_wl_row"),
+        F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at"),
+    )
+    (
+        out.write.format("delta").mode("overwrite").partitionBy(C.PARTITION)
+        .option("replaceWhere", f"{C.PARTITION} = {sql_string(partition)}")
+        .save(spec.quarantine_path)
+    )
+

@@ -1,0 +1,45 @@
+"""A per-feed lease that serialises ingests and releases of one feed.
+
+An OS file lock (``flock``) on ``<feed_dir>/_wl_lease``: the kernel drops it when
+the holder dies, even by ``kill -9``, so a crash never leaves a stale lease.
+Limit: the warehouse must be on a filesystem shared by all writers of the feed
+with working POSIX locks (a local disk or NFSv4); object stores need another lease.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from waterline.errors import WaterlineError
+
+
+@contextmanager
+def feed_lease(feed_dir: str, *, feed: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> Iterator[None]:
+    """Hold the feed's lease for the duration of the block, waiting up to ``timeout_s``."""
+    folder = Path(feed_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "_wl_lease"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = path.read_text().strip() or "another process"
+                    raise WaterlineError(
+                        f"feed {feed}: busy, lease {path} held by {holder} for over {timeout_s:.0f}s"
+                    ) from None
+                time.sleep(poll_s)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -1,0 +1,61 @@
+"""Results of engine operations: frozen, JSON-ready, used by the CLI and Dagster metadata."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class _Result:
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class IngestResult(_Result):
+    feed: str
+    partition: str
+    seq: int | None  # None when the ingest appended nothing
+    rows_read: int
+    versions_written: int
+    inserted: int
+    updated: int
+    removed: int
+    unchanged: int
+    quarantined: int
+    late_dropped: int
+    event_waterline_us: int | None
+    next_due_us: int | None
+
+
+@dataclass(frozen=True)
+class TierRelease(_Result):
+    tier: str
+    w_us: int  # W_T after the release
+    previous_w_us: int | None
+    seq: int
+    released: int = 0
+    updated: int = 0
+    removed: int = 0
+    expired: int = 0
+    candidates: int = 0
+    next_due_us: int | None = None
+    held: bool = False  # True when the tier is on hold and was skipped
+    changed: bool = False
+
+
+@dataclass(frozen=True)
+class ReleaseResult(_Result):
+    feed: str
+    requested_us: int | None
+    w_us: int
+    seq: int
+    tiers: dict[str, TierRelease] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GcResult(_Result):
+    feed: str
+    versions_before: int
+    versions_removed: int
+    files_compacted: bool

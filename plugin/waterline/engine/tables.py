@@ -1,0 +1,58 @@
+"""Creation and reading of a feed's Delta tables (held, tiers, quarantine)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from waterline.engine import columns as C
+from waterline.engine.commits import commit_state, latest_state, table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from waterline.spec import FeedSpec
+
+TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
+QUARANTINE_SCHEMA = (
+    f"{C.PARTITION} STRING, _wl_reason STRING, _wl_row STRING, _wl_quarantined_at TIMESTAMP"
+)
+INITIAL_TIER_STATE: dict[str, Any] = {"w": None, "seq": 0, "hold": False, "next_due": None, "pending": 0}
+
+
+def held_state(spec: "FeedSpec") -> dict[str, Any]:
+    """The held table's state: ingest sequence counter and event-time bookkeeping."""
+    return latest_state(spec.held_path) or {"seq": 0, "sources": {}, "event_w": None}
+
+
+def tier_state(spec: "FeedSpec", tier: str) -> dict[str, Any]:
+    state = dict(INITIAL_TIER_STATE)
+    state.update(latest_state(spec.tier_path(tier)) or {})
+    return state
+
+
+def payload_schema(df: "DataFrame") -> "StructType":
+    from pyspark.sql.types import StructType
+
+    return StructType([f for f in df.schema.fields if not C.is_system(f.name)])
+
+
+def ensure_tier_tables(spark: "SparkSession", spec: "FeedSpec", payload: "StructType") -> None:
+    """Create missing tier tables, empty, so consumers can read them before any release."""
+    from pyspark.sql.types import StructType
+
+    system = StructType.fromDDL(TIER_SYSTEM_COLUMNS)
+    schema = StructType(list(payload.fields) + list(system.fields))
+    for tier in spec.tiers:
+        path = spec.tier_path(tier)
+        if table_exists(path):
+            continue
+        with commit_state(spark, dict(INITIAL_TIER_STATE, tier=tier, op="create")):
+            (
+                spark.createDataFrame([], schema).write.format("delta")
+                .partitionBy(C.PARTITION).mode("errorifexists").save(path)
+            )
+
+
+def read_delta(spark: "SparkSession", path: str) -> "DataFrame":
+    return spark.read.format("delta").load(path)
