@@ -1,0 +1,27 @@
+"""Dagster integration: assets, release sensor, asset checks and the ReleaseFeed Component.
+
+    from waterline.dagster import definitions_from_specs
+    defs = definitions_from_specs(["dags/feeds/ticks.yaml", "dags/feeds/indicators.yaml"])
+
+Importing this package imports no pyspark: the release sensor's ticks stay
+JVM-free. ``definitions_from_specs`` imports dagster-pyspark (and so pyspark's
+Python modules) to build the Spark resource; no JVM starts until a run needs it.
+This module is also the ``dagster_dg_cli.registry_modules`` entry point, so
+``dg list components`` shows ``waterline.dagster.ReleaseFeed``.
+"""
+
+from waterline.dagster.component import ReleaseFeed
+from waterline.dagster.definitions import definitions_from_specs, ingest_job_name, load_feed_specs
+from waterline.dagster.sensors import build_release_sensor, release_job_name, release_sensor_name
+from waterline.dagster.translator import WaterlineTranslator
+
+__all__ = [
+    "ReleaseFeed",
+    "WaterlineTranslator",
+    "build_release_sensor",
+    "definitions_from_specs",
+    "ingest_job_name",
+    "load_feed_specs",
+    "release_job_name",
+    "release_sensor_name",
+]

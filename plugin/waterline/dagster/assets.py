@@ -1,0 +1,138 @@
+"""The feed's assets: ``[feed, "held"]`` (partitioned ingest) and ``[feed, tier]`` (release).
+
+Spark comes from the ``pyspark`` resource (dagster-pyspark's ``PySparkResource``);
+the engine functions do the work, and their results become metadata.
+"""
+
+
+import time
+import warnings
+from typing import TYPE_CHECKING
+
+from dagster import (
+    AssetExecutionContext,
+    AssetSpec,
+    BackfillPolicy,
+    DataVersion,
+    Failure,
+    MaterializeResult,
+    asset,
+    multi_asset,
+)
+
+from waterline.dagster import metadata as md
+from waterline.dagster.partitions import partitions_def_for
+from waterline.dagster.translator import HELD, WaterlineTranslator
+
+if TYPE_CHECKING:
+    from waterline.spec import FeedSpec
+
+KINDS = {"spark", "delta"}
+
+
+def build_held_asset(spec: "FeedSpec", translator: WaterlineTranslator, *, resource_key: str = "pyspark"):
+    """``[feed, "held"]``: materializing partitions ingests them, in key order, in one run."""
+    key = translator.get_asset_key(spec, HELD)
+    with warnings.catch_warnings():
+        # backfill_policy is marked beta in dagster 1.13; single-run backfills are what we want.
+        warnings.filterwarnings("ignore", message=".*backfill_policy.*")
+        return _held_asset(spec, translator, key, resource_key)
+
+
+def _held_asset(spec: "FeedSpec", translator: WaterlineTranslator, key, resource_key: str):
+    @asset(
+        key=key,
+        partitions_def=partitions_def_for(spec),
+        backfill_policy=BackfillPolicy.single_run(),
+        required_resource_keys={resource_key},
+        group_name=translator.get_group_name(spec),
+        description=translator.get_description(spec, HELD),
+        kinds=KINDS,
+        tags=translator.get_tags(spec, HELD),
+        metadata={"dagster/uri": spec.held_path, "waterline/feed": spec.feed},
+    )
+    def _held(context: AssetExecutionContext) -> MaterializeResult:
+        from waterline.engine.ingest import ingest
+        from waterline.engine.state import read_feed_state
+
+        spark = getattr(context.resources, resource_key).spark_session
+        keys = list(context.partition_keys)
+        started = time.monotonic()
+        results = []
+        for partition in keys:  # a range arrives as one run: ingest its keys in order
+            result = ingest(spark, spec, partition)
+            context.log.info(
+                f"{spec.feed}/{partition}: read {result.rows_read} rows, wrote {result.versions_written} "
+                f"versions ({result.inserted} new, {result.updated} changed, {result.removed} removed), "
+                f"{result.unchanged} unchanged, {result.quarantined} quarantined"
+            )
+            results.append(result)
+        state = read_feed_state(spec)
+        return MaterializeResult(
+            metadata=md.ingest_metadata(spec, results, state, seconds=time.monotonic() - started)
+        )
+
+    return _held
+
+
+def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, resource_key: str = "pyspark"):
+    """One ``multi_asset`` releasing every tier: ``[feed, tier]`` with DataVersion = W_T."""
+    held_key = translator.get_asset_key(spec, HELD)
+    keys = {tier: translator.get_asset_key(spec, tier) for tier in spec.tiers}
+    specs = [
+        AssetSpec(
+            key=keys[tier],
+            deps=[held_key],
+            group_name=translator.get_group_name(spec),
+            description=translator.get_description(spec, tier),
+            kinds=KINDS,
+            tags=translator.get_tags(spec, tier),
+            metadata={"dagster/uri": spec.tier_path(tier), "waterline/policy": policy},
+        )
+        for tier, policy in spec.tiers.items()
+    ]
+
+    @multi_asset(
+        name=f"{spec.feed}_release_tiers",
+        specs=specs,
+        can_subset=False,  # one release advances every tier not on hold, in one lease
+        required_resource_keys={resource_key},
+        description=f"Release every tier of feed {spec.feed} to the current waterline.",
+    )
+    def _release(context: AssetExecutionContext):
+        from waterline.clock import SystemClock
+        from waterline.engine.commits import table_exists
+        from waterline.engine.release import release
+
+        if not table_exists(spec.held_path):
+            raise Failure(
+                description=(
+                    f"feed {spec.feed}: nothing ingested yet; materialize a partition of "
+                    f"{held_key.to_user_string()} first"
+                )
+            )
+        spark = getattr(context.resources, resource_key).spark_session
+        clock = SystemClock()
+        started = time.monotonic()
+        result = release(spark, spec, clock=clock)
+        seconds = time.monotonic() - started
+        now = clock.now_us()
+        for tier, tier_result in result.tiers.items():
+            context.log.info(
+                f"{spec.feed}/{tier}: W_T {_fmt(tier_result.w_us)} (was {_fmt(tier_result.previous_w_us)}); "
+                f"released {tier_result.released}, updated {tier_result.updated}, removed {tier_result.removed}, "
+                f"expired {tier_result.expired}" + (" (on hold)" if tier_result.held else "")
+            )
+            yield MaterializeResult(
+                asset_key=keys[tier],
+                data_version=DataVersion(str(tier_result.w_us)),
+                metadata=md.release_metadata(spec, tier, tier_result, now_us=now, seconds=seconds),
+            )
+
+    return _release
+
+
+def _fmt(us: int | None) -> str:
+    from waterline.clock import format_instant
+
+    return "none" if us is None else format_instant(us)

@@ -1,0 +1,115 @@
+"""``definitions_from_specs``: every feed's assets, checks, jobs and sensor in one Definitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Union
+
+from dagster import (
+    AssetSelection,
+    DefaultSensorStatus,
+    Definitions,
+    ExecutorDefinition,
+    define_asset_job,
+    in_process_executor,
+)
+
+from waterline.dagster.assets import build_held_asset, build_tier_assets
+from waterline.dagster.checks import build_quarantine_check, build_tier_checks
+from waterline.dagster.partitions import partitions_def_for
+from waterline.dagster.sensors import build_release_sensor, release_job_name
+from waterline.dagster.translator import HELD, WaterlineTranslator
+
+if TYPE_CHECKING:
+    from waterline.spec import FeedSpec
+
+SpecLike = Union[str, Path, "FeedSpec"]
+RESOURCE_KEY = "pyspark"
+
+
+def ingest_job_name(spec: "FeedSpec") -> str:
+    return f"{spec.feed}_ingest"
+
+
+def load_feed_specs(paths_or_specs: SpecLike | Iterable[SpecLike], *, base_dir: str | Path | None = None) -> list["FeedSpec"]:
+    """FeedSpecs from spec objects and/or YAML paths (one or many); feed names must be unique."""
+    from waterline.errors import WaterlineError
+    from waterline.spec import FeedSpec, load_spec
+
+    if isinstance(paths_or_specs, (str, Path, FeedSpec)):
+        paths_or_specs = [paths_or_specs]
+    specs = [s if isinstance(s, FeedSpec) else load_spec(s, base_dir=base_dir) for s in paths_or_specs]
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.feed in seen:
+            raise WaterlineError(f"feed {spec.feed} is defined twice ({seen[spec.feed]} and {spec.origin})")
+        seen[spec.feed] = spec.origin
+    return specs
+
+
+def definitions_from_specs(
+    paths_or_specs: SpecLike | Iterable[SpecLike],
+    *,
+    translator: WaterlineTranslator | None = None,
+    base_dir: str | Path | None = None,
+    default_sensor_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+    executor: ExecutorDefinition | None = in_process_executor,
+    pyspark=None,
+) -> Definitions:
+    """Dagster definitions for feeds given as FeedSpecs or spec YAML paths.
+
+    Per feed: the partitioned asset ``[feed, "held"]`` (ingest; single-run
+    backfills), one asset ``[feed, tier]`` per tier (release, DataVersion =
+    W_T), the jobs ``<feed>_release`` (all tiers) and ``<feed>_ingest``
+    (partitioned, for ``dagster job backfill``), the sensor
+    ``<feed>_release_sensor`` and the asset checks. Spark comes from the
+    ``pyspark`` resource: ``pyspark`` if given, else a shared
+    ``WaterlinePySparkResource`` configured with ``spark_conf()``.
+
+    ``executor`` defaults to the in-process executor so a run starts one JVM,
+    not one per step; pass ``None`` to leave the executor to other definitions.
+    Relative spec paths resolve against ``base_dir`` (default: the working
+    directory), as ``load_spec`` does.
+    """
+    translator = translator or WaterlineTranslator()
+    specs = load_feed_specs(paths_or_specs, base_dir=base_dir)
+    if pyspark is None:
+        from waterline.dagster.resources import default_pyspark_resource
+
+        pyspark = default_pyspark_resource()
+
+    assets, checks, jobs, sensors = [], [], [], []
+    for spec in specs:
+        held = build_held_asset(spec, translator, resource_key=RESOURCE_KEY)
+        tiers = build_tier_assets(spec, translator, resource_key=RESOURCE_KEY)
+        assets += [held, tiers]
+        checks += [
+            build_tier_checks(spec, translator, resource_key=RESOURCE_KEY),
+            build_quarantine_check(spec, translator),
+        ]
+        tier_keys = [translator.get_asset_key(spec, tier) for tier in spec.tiers]
+        release_job = define_asset_job(
+            release_job_name(spec),
+            selection=AssetSelection.assets(*tier_keys),
+            executor_def=in_process_executor,
+            description=f"Release every tier of feed {spec.feed} to the current waterline, then check the tiers.",
+            tags={"waterline/feed": spec.feed, "waterline/op": "release"},
+        )
+        ingest_job = define_asset_job(
+            ingest_job_name(spec),
+            selection=AssetSelection.assets(translator.get_asset_key(spec, HELD)),
+            partitions_def=partitions_def_for(spec),
+            executor_def=in_process_executor,
+            description=f"Ingest partitions of feed {spec.feed} into its held table (one run per partition).",
+            tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},
+        )
+        jobs += [release_job, ingest_job]
+        sensors.append(build_release_sensor(spec, job=release_job, default_status=default_sensor_status))
+    return Definitions(
+        assets=assets,
+        asset_checks=checks,
+        jobs=jobs,
+        sensors=sensors,
+        resources={RESOURCE_KEY: pyspark},
+        executor=executor,
+    )

@@ -1,0 +1,142 @@
+"""Dagster metadata for waterline results: numbers as numbers, instants as timestamps."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from dagster import MetadataValue
+
+from waterline.dagster import tables
+from waterline.semantics import NEG_INF, POS_INF
+
+if TYPE_CHECKING:
+    from waterline.engine.results import IngestResult, TierRelease
+    from waterline.engine.state import FeedState
+    from waterline.spec import FeedSpec
+
+
+def timestamp(us: int | None, *, now_us: int | None = None):
+    """A Dagster timestamp for an instant in µs; -inf ("due now") becomes ``now_us``."""
+    if us is None or us >= POS_INF:
+        return None
+    if us <= NEG_INF:
+        if now_us is None:
+            return None
+        us = now_us
+    return MetadataValue.timestamp(us / 1_000_000)
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+def table_metadata(path: str, *, row_count: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"dagster/uri": MetadataValue.path(path)}
+    schema = tables.column_schema(path)
+    if schema is not None:
+        out["dagster/column_schema"] = schema
+    count = tables.row_count(path) if row_count is None else row_count
+    if count is not None:
+        out["dagster/row_count"] = MetadataValue.int(count)
+    return out
+
+
+def ingest_metadata(
+    spec: "FeedSpec", results: Sequence["IngestResult"], state: "FeedState", *, seconds: float
+) -> dict[str, Any]:
+    """One materialization of ``[feed, "held"]`` covering one or more partitions."""
+    def total(field: str) -> int:
+        return int(sum(getattr(r, field) for r in results))
+
+    out: dict[str, Any] = {
+        "partitions": MetadataValue.text(", ".join(r.partition for r in results)),
+        "rows_read": MetadataValue.int(total("rows_read")),
+        "versions_written": MetadataValue.int(total("versions_written")),
+        "inserted": MetadataValue.int(total("inserted")),
+        "updated": MetadataValue.int(total("updated")),
+        "removals": MetadataValue.int(total("removed")),
+        "unchanged": MetadataValue.int(total("unchanged")),
+        "quarantined": MetadataValue.int(total("quarantined")),
+        "late_dropped": MetadataValue.int(total("late_dropped")),
+        "seq": MetadataValue.int(int(state.seq)),
+        "pending": MetadataValue.int(max((t.pending for t in state.tiers.values()), default=0)),
+        "ingest_seconds": MetadataValue.float(round(seconds, 3)),
+    }
+    for tier, status in state.tiers.items():
+        out[f"pending/{tier}"] = MetadataValue.int(int(status.pending))
+    dues = [t.next_due_us for t in state.tiers.values() if t.next_due_us is not None and not t.hold]
+    _put(out, "next_due", timestamp(min(dues), now_us=state.now_us) if dues else None)
+    if state.event_w_us is not None:
+        _put(out, "event_waterline", timestamp(state.event_w_us))
+    out.update(table_metadata(spec.held_path, row_count=_partition_rows(spec.held_path, [r.partition for r in results])))
+    if len(results) > 1:
+        out["per_partition"] = MetadataValue.json(
+            {r.partition: {k: v for k, v in r.to_dict().items() if k not in ("feed", "partition")} for r in results}
+        )
+    return out
+
+
+def release_metadata(
+    spec: "FeedSpec", tier: str, result: "TierRelease", *, now_us: int, seconds: float
+) -> dict[str, Any]:
+    """One materialization of ``[feed, tier]``: W_T and what the release did."""
+    w = result.w_us
+    finite = w is not None and NEG_INF < w < POS_INF
+    out: dict[str, Any] = {}
+    _put(out, "W_T", timestamp(w) if finite else None)
+    if finite:
+        out["W_T_us"] = MetadataValue.int(int(w))
+        out["lag_seconds"] = MetadataValue.float(round((now_us - w) / 1_000_000, 3))
+    if result.previous_w_us is not None:
+        _put(out, "previous_W_T", timestamp(result.previous_w_us))
+    out.update({
+        "released": MetadataValue.int(result.released),
+        "updated": MetadataValue.int(result.updated),
+        "removed": MetadataValue.int(result.removed),
+        "expired": MetadataValue.int(result.expired),
+        "held": MetadataValue.bool(bool(result.held)),
+        "changed": MetadataValue.bool(bool(result.changed)),
+        "seq": MetadataValue.int(int(result.seq)),
+        "release_seconds": MetadataValue.float(round(seconds, 3)),
+        "policy": MetadataValue.text(spec.tiers[tier]),
+    })
+    _put(out, "next_due", timestamp(result.next_due_us, now_us=now_us))
+    out.update(table_metadata(spec.tier_path(tier)))
+    return out
+
+
+def _partition_rows(path: str, partitions: Sequence[str]) -> int | None:
+    """Held versions of the given partitions, from Delta file statistics."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return None
+    import pyarrow as pa
+
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    column = "partition._wl_partition"
+    if column not in actions.column_names:
+        return None
+    wanted = set(partitions)
+    total = 0
+    for part, n in zip(actions.column(column).to_pylist(), actions.column("num_records").to_pylist()):
+        if part in wanted:
+            if n is None:
+                return None
+            total += n
+    return total
+
+
+def check_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, bool):
+            out[key] = MetadataValue.bool(value)
+        elif isinstance(value, int):
+            out[key] = MetadataValue.int(value)
+        elif isinstance(value, float):
+            out[key] = MetadataValue.float(value)
+        elif value is not None:
+            out[key] = value
+    return out

@@ -1,0 +1,144 @@
+"""The release sensor: decides from Delta commit metadata alone whether a release is due.
+
+A tick reads the held and tier tables' latest waterline states with the
+``deltalake`` package (`waterline.engine.state.read_feed_state`): no Spark, no
+JVM, no pyspark import. When something is due it requests one run of
+``<feed>_release`` whose ``run_key`` names the due moment
+(``<feed>:<seq>:<next_due_us>``), so one due moment launches one run however
+many ticks see it before the release lands.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+
+from waterline.clock import format_instant
+from waterline.engine.state import FeedState, read_feed_state
+from waterline.semantics import NEG_INF
+
+if TYPE_CHECKING:
+    from waterline.spec import FeedSpec
+
+
+def release_job_name(spec: "FeedSpec") -> str:
+    return f"{spec.feed}_release"
+
+
+def release_sensor_name(spec: "FeedSpec") -> str:
+    return f"{spec.feed}_release_sensor"
+
+
+def decide(
+    spec: "FeedSpec", state: FeedState, cursor: dict, *, previous_failed: bool = False
+) -> RunRequest | SkipReason:
+    """The sensor's decision for one observed state (pure; no I/O).
+
+    ``previous_failed``: the run requested for the cursor's run_key failed, so
+    the same due moment gets one more run (run_key suffixed ``:retry<n>``).
+    """
+    run_key = due_key(spec, state)
+    if run_key is None:
+        return SkipReason(_nothing_due(state))
+    next_due = int(run_key.rsplit(":", 1)[1])
+    if cursor.get("due_key") == run_key:
+        if not previous_failed:
+            return SkipReason(
+                f"release already requested for this due moment (run_key {cursor.get('run_key')}); "
+                "waiting for it to land"
+            )
+        run_key = f"{run_key}:retry{int(cursor.get('retries', 0)) + 1}"
+    when = "now" if next_due <= NEG_INF else format_instant(next_due)
+    return RunRequest(
+        run_key=run_key,
+        tags={"waterline/feed": spec.feed, "waterline/seq": str(state.seq), "waterline/due": when},
+    )
+
+
+def due_key(spec: "FeedSpec", state: FeedState) -> str | None:
+    """``<feed>:<seq>:<next_due_us>`` naming the current due moment, None when nothing is due."""
+    due = [t.next_due_us for t in state.tiers.values() if t.due and t.next_due_us is not None]
+    if not due:
+        return None
+    return f"{spec.feed}:{state.seq}:{min(due)}"
+
+
+def _nothing_due(state: FeedState) -> str:
+    if not state.tiers:
+        return "nothing due: the feed has no tiers"
+    held = sorted(name for name, t in state.tiers.items() if t.hold)
+    upcoming = [
+        (t.next_due_us, name) for name, t in state.tiers.items() if not t.hold and t.next_due_us is not None
+    ]
+    parts = []
+    if upcoming:
+        at, tier = min(upcoming)
+        parts.append(f"next due {format_instant(max(at, state.now_us))} (tier {tier})")
+    elif state.seq == 0:
+        parts.append("nothing ingested yet")
+    else:
+        parts.append("no pending versions")
+    if held:
+        parts.append(f"on hold: {', '.join(held)}")
+    return "nothing due; " + "; ".join(parts)
+
+
+def build_release_sensor(
+    spec: "FeedSpec",
+    *,
+    job=None,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+    clock=None,
+):
+    """``<feed>_release_sensor``: one RunRequest of ``<feed>_release`` per due moment."""
+    target = {"job": job} if job is not None else {"job_name": release_job_name(spec)}
+
+    @sensor(
+        name=release_sensor_name(spec),
+        minimum_interval_seconds=int(spec.release_interval_seconds),
+        default_status=default_status,
+        description=(
+            f"Launches {release_job_name(spec)} when a release would change a tier of feed "
+            f"{spec.feed}. Reads Delta commit metadata only (no Spark)."
+        ),
+        **target,
+    )
+    def _release_sensor(context: SensorEvaluationContext):
+        cursor = _load_cursor(context.cursor)
+        state = read_feed_state(spec, clock=clock)
+        decision = decide(spec, state, cursor)
+        key = due_key(spec, state)
+        if key is not None and key == cursor.get("due_key") and _run_failed(context, cursor.get("run_key")):
+            decision = decide(spec, state, cursor, previous_failed=True)
+        if isinstance(decision, RunRequest):
+            retries = int(cursor.get("retries", 0)) + 1 if key == cursor.get("due_key") else 0
+            context.update_cursor(json.dumps(
+                {"run_key": decision.run_key, "due_key": key, "seq": state.seq, "retries": retries},
+                sort_keys=True,
+            ))
+        return decision
+
+    return _release_sensor
+
+
+def _run_failed(context: SensorEvaluationContext, run_key: str | None) -> bool:
+    """Whether the newest run launched for ``run_key`` ended in failure or was canceled."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    if not run_key or context.instance_ref is None:
+        return False
+    instance = context.instance
+    runs = instance.get_runs(filters=RunsFilter(tags={"dagster/run_key": run_key}), limit=1)
+    return bool(runs) and runs[0].status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+
+
+def _load_cursor(raw: str | None) -> dict:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

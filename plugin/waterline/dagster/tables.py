@@ -1,0 +1,97 @@
+"""JVM-free facts about a feed's Delta tables (the ``deltalake`` package): row counts,
+schemas, and the waterline states recorded in a table's commit history.
+
+Nothing here imports pyspark: the release sensor and the cheap checks use it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_TAG = "waterline"
+
+
+def is_table(path: str) -> bool:
+    from deltalake import DeltaTable
+
+    return DeltaTable.is_deltatable(path)
+
+
+def row_count(path: str) -> int | None:
+    """Rows in the table's current version, from the Delta log's file statistics."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return None
+    import pyarrow as pa
+
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return 0
+    counts = actions.column("num_records").to_pylist()
+    if any(c is None for c in counts):  # files written without statistics
+        return None
+    return int(sum(counts))
+
+
+def column_schema(path: str):
+    """The table's columns as a Dagster ``TableSchema`` (None if there is no table)."""
+    from dagster import TableColumn, TableSchema
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return None
+    columns = []
+    for field in DeltaTable(path).schema().fields:
+        dtype = getattr(field.type, "type", None) or str(field.type)
+        columns.append(TableColumn(name=field.name, type=str(dtype)))
+    return TableSchema(columns=columns)
+
+
+def waterline_states(path: str, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """``(version, state)`` of the table's waterline commits, oldest first."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return []
+    out = []
+    for commit in DeltaTable(path).history(limit):
+        state = _parse(commit.get("userMetadata"))
+        if state is not None:
+            out.append((int(commit["version"]), state))
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def snapshot_state(path: str) -> tuple[int, dict[str, Any]] | None:
+    """The table's current version and the waterline state in force at it.
+
+    Reading the rows of exactly that version (``versionAsOf``) pairs them with
+    the right W_T even while a release commits concurrently.
+    """
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return None
+    table = DeltaTable(path)
+    version = table.version()
+    for commit in table.history(50):
+        if int(commit["version"]) > version:
+            continue
+        state = _parse(commit.get("userMetadata"))
+        if state is not None:
+            return version, state
+    return version, {}
+
+
+def _parse(raw: str | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(payload, dict) and isinstance(payload.get(_TAG), dict):
+        return payload[_TAG]
+    return None
