@@ -1,0 +1,130 @@
+"""The ReleaseFeed Component: registered for `dg`, scaffolded into a dg project, loaded.
+
+No Spark: building definitions starts no JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+TICKS = REPO / "dags" / "feeds" / "ticks.yaml"
+
+PYPROJECT = """\
+[project]
+name = "wl_dg_proj"
+version = "0.1.0"
+requires-python = ">=3.11"
+
+[tool.dg]
+directory_type = "project"
+
+[tool.dg.project]
+root_module = "wl_dg_proj"
+registry_modules = ["waterline.*"]
+"""
+
+
+def _dg(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), DAGSTER_DISABLE_TELEMETRY="1")
+    env.pop("DAGSTER_HOME", None)
+    return subprocess.run([str(BIN / "dg"), *args], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    (root / "src" / "wl_dg_proj" / "defs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "src" / "wl_dg_proj" / "__init__.py").write_text("")
+    (root / "src" / "wl_dg_proj" / "defs" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(root / "src"))
+    yield root
+    for name in [m for m in sys.modules if m == "wl_dg_proj" or m.startswith("wl_dg_proj.")]:
+        del sys.modules[name]
+
+
+def _summary(defs) -> dict:
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    assets = {}
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        partitions = node.partitions_def
+        assets[key.to_user_string()] = {
+            "deps": sorted(k.to_user_string() for k in node.parent_keys),
+            "partitions": None if partitions is None else type(partitions).__name__,
+            "first": None if partitions is None else partitions.get_first_partition_key(),
+            "group": node.group_name,
+        }
+    return {
+        "assets": assets,
+        "checks": sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys),
+        "jobs": sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")),
+        "sensors": sorted((s.name, s.minimum_interval_seconds) for s in repo.sensor_defs),
+    }
+
+
+def test_dg_lists_the_component(tmp_path):
+    proc = _dg("list", "components", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    items = json.loads(proc.stdout[proc.stdout.index("{"):])["items"]
+    assert "waterline.dagster.ReleaseFeed" in [i["key"] for i in items]
+
+
+def test_scaffolded_component_builds_the_spec_definitions(project):
+    import dagster as dg
+
+    from waterline.dagster import ReleaseFeed, definitions_from_specs
+    from waterline.spec import load_spec
+
+    proc = _dg("scaffold", "defs", "waterline.dagster.ReleaseFeed", "ticks_feed", "--spec", str(TICKS), cwd=project)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    defs_yaml = project / "src" / "wl_dg_proj" / "defs" / "ticks_feed" / "defs.yaml"
+    document = yaml.safe_load(defs_yaml.read_text())
+    assert document["type"] == "waterline.dagster.ReleaseFeed"
+    assert document["attributes"] == yaml.safe_load(TICKS.read_text())  # the attributes are the spec
+
+    loaded = dg.load_from_defs_folder(path_within_project=project)
+    expected = definitions_from_specs([load_spec(TICKS, base_dir=project)])
+    assert _summary(loaded) == _summary(expected)
+    summary = _summary(loaded)
+    assert summary["assets"]["ticks/held"]["partitions"] == "DailyPartitionsDefinition"
+    assert summary["assets"]["ticks/held"]["first"] == "2026-01-05"
+    assert summary["assets"]["ticks/delayed_15m"]["deps"] == ["ticks/held"]
+    assert summary["jobs"] == ["ticks_ingest", "ticks_release"]
+    assert summary["sensors"] == [("ticks_release_sensor", 30)]
+
+    component = ReleaseFeed.from_attributes_dict(attributes=document["attributes"])
+    assert component.feed_spec(base_dir=project) == load_spec(TICKS, base_dir=project)
+
+
+def test_starter_scaffold_is_a_valid_feed(project):
+    import dagster as dg
+
+    proc = _dg("scaffold", "defs", "waterline.dagster.ReleaseFeed", "orders", cwd=project)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = _summary(dg.load_from_defs_folder(path_within_project=project))
+    assert sorted(summary["assets"]) == ["orders/delayed_15m", "orders/held", "orders/realtime"]
+    assert summary["sensors"] == [("orders_release_sensor", 30)]
+
+
+def test_bad_attributes_fail_with_the_spec_error(project):
+    import dagster as dg
+
+    folder = project / "src" / "wl_dg_proj" / "defs" / "bad"
+    folder.mkdir()
+    attributes = yaml.safe_load(TICKS.read_text())
+    attributes["partitions"] = {"weekly": {"start": "2026-01-05"}}
+    (folder / "defs.yaml").write_text(yaml.safe_dump({"type": "waterline.dagster.ReleaseFeed", "attributes": attributes}))
+    with pytest.raises(Exception) as info:
+        dg.load_from_defs_folder(path_within_project=project)
+    assert "partitions" in str(info.value) and "weekly" in str(info.value), str(info.value)
