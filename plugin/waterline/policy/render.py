@@ -1,0 +1,151 @@
+"""Render a release plan as Spark SQL, and as text/JSON for ``waterline plan``.
+
+Spark SQL notes that shape this file:
+* ``greatest``/``least`` skip NULLs, so NULL bounds are tested explicitly first.
+* ``x + 1`` on BIGINT raises under ANSI mode at the top of the range; the
+  ``least(..., POS_INF - 1)`` clamp keeps ``+1µs`` from ever overflowing.
+* Intervals are merged with ``aggregate`` over a sorted array, carrying the
+  interval being extended separately so no array index can go out of bounds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from waterline.policy.plan import _NEG_INF, _POS_INF
+
+if TYPE_CHECKING:
+    from waterline.policy.plan import Bound, Branch, ReleasePlan
+
+INTERVAL_TYPE = "STRUCT<`start`: BIGINT, `end`: BIGINT>"
+VIS_TYPE = f"ARRAY<{INTERVAL_TYPE}>"
+_EMPTY_VIS = f"CAST(array() AS {VIS_TYPE})"
+_NEG_INF_SQL = str(_NEG_INF)  # Spark 4 reads this literal as BIGINT
+_POS_INF_SQL = str(_POS_INF)
+
+
+def _micros_plus_one(expr: str) -> str:
+    return f"(least(unix_micros({expr}), {_POS_INF - 1}) + 1)"
+
+
+def _start(bound: "Bound") -> str:
+    # L < W starts one µs after L.
+    return _micros_plus_one(bound.expr) if bound.strict else f"unix_micros({bound.expr})"
+
+
+def _end(bound: "Bound") -> str:
+    # W <= U ends (exclusively) one µs after U.
+    return f"unix_micros({bound.expr})" if bound.strict else _micros_plus_one(bound.expr)
+
+
+def _combine(function: str, parts: Sequence[str], default: str) -> str:
+    if not parts:
+        return default
+    if len(parts) == 1:
+        return parts[0]
+    return f"{function}({', '.join(parts)})"
+
+
+def render_branch(branch: "Branch") -> str:
+    """Spark SQL STRUCT<start, end> for one branch, NULL when its guard or a bound fails."""
+    start = _combine("greatest", [_start(b) for b in branch.lowers], _NEG_INF_SQL)
+    end = _combine("least", [_end(b) for b in branch.uppers], _POS_INF_SQL)
+    interval = f"named_struct('start', {start}, 'end', {end})"
+    conditions = []
+    if branch.guard is not None:
+        conditions.append(f"coalesce(({branch.guard}), false)")
+    for bound in (*branch.lowers, *branch.uppers):
+        not_null = f"({bound.expr}) IS NOT NULL"
+        if not_null not in conditions:
+            conditions.append(not_null)
+    if not conditions:
+        return interval
+    return f"CASE WHEN {' AND '.join(conditions)} THEN {interval} END"
+
+
+def _non_empty_intervals(branches: Sequence["Branch"]) -> str:
+    items = ", ".join(render_branch(b) for b in branches)
+    # NULL elements fail the predicate too, so they are dropped with the empty ones.
+    return f"filter(array({items}), _wl_i -> _wl_i.`start` < _wl_i.`end`)"
+
+
+def render_vis(branches: Sequence["Branch"]) -> str:
+    """Spark SQL ARRAY<STRUCT<start, end>>: sorted, disjoint, merged µs intervals."""
+    if not branches:
+        return _EMPTY_VIS
+    if len(branches) == 1:
+        return _non_empty_intervals(branches)
+    sorted_intervals = f"sort_array({_non_empty_intervals(branches)})"
+    null_interval = f"CAST(NULL AS {INTERVAL_TYPE})"
+    zero = f"named_struct('done', {_EMPTY_VIS}, 'cur', {null_interval})"
+    extended = (
+        "named_struct('start', _wl_acc.cur.`start`, "
+        "'end', greatest(_wl_acc.cur.`end`, _wl_i.`end`))"
+    )
+    merge = (
+        "(_wl_acc, _wl_i) -> CASE "
+        "WHEN _wl_acc.cur IS NULL THEN named_struct('done', _wl_acc.done, 'cur', _wl_i) "
+        f"WHEN _wl_i.`start` <= _wl_acc.cur.`end` THEN named_struct('done', _wl_acc.done, 'cur', {extended}) "
+        "ELSE named_struct('done', concat(_wl_acc.done, array(_wl_acc.cur)), 'cur', _wl_i) END"
+    )
+    finish = (
+        "_wl_acc -> CASE WHEN _wl_acc.cur IS NULL THEN _wl_acc.done "
+        "ELSE concat(_wl_acc.done, array(_wl_acc.cur)) END"
+    )
+    return f"aggregate({sorted_intervals}, {zero}, {merge}, {finish})"
+
+
+def render_tau(branches: Sequence["Branch"], vis: str | None = None) -> str:
+    """Spark SQL BIGINT: earliest visible instant, NEG_INF when never visible."""
+    if vis is None:
+        if not branches:
+            return _NEG_INF_SQL
+        # Merging never moves the earliest start, so skip it here.
+        vis = _non_empty_intervals(branches)
+    return f"coalesce(array_min(transform({vis}, _wl_i -> _wl_i.`start`)), {_NEG_INF_SQL})"
+
+
+def _bound_text(bound: "Bound", lower: bool) -> str:
+    if lower:
+        return f"{bound.expr}  ({'exclusive: +1µs' if bound.strict else 'inclusive'})"
+    return f"{bound.expr}  ({'exclusive' if bound.strict else 'inclusive: +1µs'})"
+
+
+def _side(label: str, bounds: Sequence["Bound"], lower: bool, infinity: str) -> list[str]:
+    if not bounds:
+        return [f"  {label}: {infinity}"]
+    if len(bounds) == 1:
+        return [f"  {label}: {_bound_text(bounds[0], lower)}"]
+    combiner = "greatest" if lower else "least"
+    return [f"  {label}: {combiner} of"] + [f"    - {_bound_text(b, lower)}" for b in bounds]
+
+
+def describe_plan(plan: "ReleasePlan") -> str:
+    """Readable branches, one block per branch; callers print the tier and policy above it."""
+    if not plan.branches:
+        return "never visible (no branch can be TRUE)"
+    lines: list[str] = []
+    for number, branch in enumerate(plan.branches, 1):
+        lines.append(f"branch {number}")
+        lines.append(f"  guard: {branch.guard if branch.guard is not None else 'TRUE'}")
+        lines += _side("start", branch.lowers, lower=True, infinity="-inf")
+        lines += _side("end", branch.uppers, lower=False, infinity="+inf")
+    return "\n".join(lines)
+
+
+def plan_to_json(plan: "ReleasePlan") -> dict[str, Any]:
+    """A JSON-ready dict: the policy, its branches, and the rendered Spark SQL."""
+
+    def bounds(items: Sequence["Bound"]) -> list[dict[str, Any]]:
+        return [{"expr": b.expr, "strict": b.strict} for b in items]
+
+    return {
+        "tier": plan.tier,
+        "policy": plan.policy,
+        "branches": [
+            {"guard": b.guard, "lowers": bounds(b.lowers), "uppers": bounds(b.uppers)}
+            for b in plan.branches
+        ],
+        "vis_sql": plan.vis_sql(),
+        "tau_sql": plan.tau_sql(),
+    }
