@@ -23,7 +23,7 @@ DAGSTER_YAML = """\
 telemetry:
   enabled: false
 run_queue:
-  max_concurrent_runs: 2
+  max_concurrent_runs: 3
   dequeue_interval_seconds: 1
 sensors:
   use_threads: true

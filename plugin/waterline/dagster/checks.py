@@ -116,7 +116,6 @@ def tier_facts(spark, spec: "FeedSpec", tier: str, plans=None) -> tuple[dict[str
     from waterline.clock import SystemClock
     from waterline.engine import columns as C
     from waterline.engine.schedule import compile_tiers
-    from waterline.engine.source import session_timezone
 
     path = spec.tier_path(tier)
     now = SystemClock().now_us()
@@ -128,34 +127,34 @@ def tier_facts(spark, spec: "FeedSpec", tier: str, plans=None) -> tuple[dict[str
     df = spark.read.format("delta").option("versionAsOf", version).load(path)
     payload = [c for c in df.columns if not C.is_system(c)]
     keys = [C.PARTITION, *spec.key]
-    with session_timezone(spark, spec.timezone):
-        if plans is None:
-            plans = compile_tiers(spark, spec, df.select(*payload))
-        vis = plans[tier].vis_sql()
-        if w is None:
-            visible = F.lit(False)  # nothing was released yet: any row is early
-        else:
-            visible = F.coalesce(F.expr(f"exists({vis}, _wl_chk -> {w} >= _wl_chk.start AND {w} < _wl_chk.`end`)"), F.lit(False))
-        flagged = df.withColumn("_wl_visible", visible)
-        per_identity = flagged.groupBy(*keys).agg(
-            F.count(F.lit(1)).alias("n"),
-            F.count(F.when(~F.col("_wl_visible"), 1)).alias("bad"),
-        )
-        row = per_identity.agg(
-            F.coalesce(F.sum("n"), F.lit(0)).alias("rows"),
-            F.coalesce(F.sum("bad"), F.lit(0)).alias("violations"),
-            F.count(F.when(F.col("n") > 1, 1)).alias("duplicates"),
-        ).collect()[0]
-        facts: dict[str, Any] = {
-            "tier": tier, "exists": True, "now": now, "w": w, "version": version,
-            "rows": int(row["rows"]), "violations": int(row["violations"]), "duplicates": int(row["duplicates"]),
-        }
-        if facts["violations"]:
-            early = flagged.filter(~F.col("_wl_visible")).select(*keys).limit(_SAMPLE).collect()
-            facts["early_sample"] = [list(r) for r in early]
-        if facts["duplicates"]:
-            dups = per_identity.filter(F.col("n") > 1).select(*keys).limit(_SAMPLE).collect()
-            facts["duplicate_sample"] = [list(r) for r in dups]
+    # Policies compile in the session time zone (UTC), exactly as ingest compiles them.
+    if plans is None:
+        plans = compile_tiers(spark, spec, df.select(*payload))
+    vis = plans[tier].vis_sql()
+    if w is None:
+        visible = F.lit(False)  # nothing was released yet: any row is early
+    else:
+        visible = F.coalesce(F.expr(f"exists({vis}, _wl_chk -> {w} >= _wl_chk.start AND {w} < _wl_chk.`end`)"), F.lit(False))
+    flagged = df.withColumn("_wl_visible", visible)
+    per_identity = flagged.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.when(~F.col("_wl_visible"), 1)).alias("bad"),
+    )
+    row = per_identity.agg(
+        F.coalesce(F.sum("n"), F.lit(0)).alias("rows"),
+        F.coalesce(F.sum("bad"), F.lit(0)).alias("violations"),
+        F.count(F.when(F.col("n") > 1, 1)).alias("duplicates"),
+    ).collect()[0]
+    facts: dict[str, Any] = {
+        "tier": tier, "exists": True, "now": now, "w": w, "version": version,
+        "rows": int(row["rows"]), "violations": int(row["violations"]), "duplicates": int(row["duplicates"]),
+    }
+    if facts["violations"]:
+        early = flagged.filter(~F.col("_wl_visible")).select(*keys).limit(_SAMPLE).collect()
+        facts["early_sample"] = [list(r) for r in early]
+    if facts["duplicates"]:
+        dups = per_identity.filter(F.col("n") > 1).select(*keys).limit(_SAMPLE).collect()
+        facts["duplicate_sample"] = [list(r) for r in dups]
     return facts, plans
 
 

@@ -16,7 +16,6 @@ from dagster import (
 
 from waterline.dagster.assets import build_held_asset, build_tier_assets
 from waterline.dagster.checks import build_quarantine_check, build_tier_checks
-from waterline.dagster.partitions import partitions_def_for
 from waterline.dagster.sensors import build_release_sensor, release_job_name
 from waterline.dagster.translator import HELD, WaterlineTranslator
 
@@ -98,7 +97,6 @@ def definitions_from_specs(
         ingest_job = define_asset_job(
             ingest_job_name(spec),
             selection=AssetSelection.assets(translator.get_asset_key(spec, HELD)),
-            partitions_def=partitions_def_for(spec),
             executor_def=in_process_executor,
             description=f"Ingest partitions of feed {spec.feed} into its held table (one run per partition).",
             tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},

@@ -31,25 +31,32 @@ def release_sensor_name(spec: "FeedSpec") -> str:
     return f"{spec.feed}_release_sensor"
 
 
-def decide(
-    spec: "FeedSpec", state: FeedState, cursor: dict, *, previous_failed: bool = False
-) -> RunRequest | SkipReason:
+IN_FLIGHT = ("NOT_STARTED", "QUEUED", "STARTING", "STARTED", "CANCELING", "MANAGED")
+FAILED = ("FAILURE", "CANCELED")
+
+
+def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: str | None = None) -> RunRequest | SkipReason:
     """The sensor's decision for one observed state (pure; no I/O).
 
-    ``previous_failed``: the run requested for the cursor's run_key failed, so
-    the same due moment gets one more run (run_key suffixed ``:retry<n>``).
+    ``cursor`` holds the last requested ``run_key`` and the ``due_key`` it was
+    for; ``last_run_status`` is that run's Dagster status name when known.
+    While that run is in flight nothing more is requested (a release that has
+    committed some tiers but not yet others must not look like a new due
+    moment). A due moment gets one run; if that run failed or was canceled it
+    gets one more, keyed ``<due_key>:retry<n>``.
     """
-    run_key = due_key(spec, state)
-    if run_key is None:
+    key = due_key(spec, state)
+    if key is None:
         return SkipReason(_nothing_due(state))
-    next_due = int(run_key.rsplit(":", 1)[1])
-    if cursor.get("due_key") == run_key:
-        if not previous_failed:
-            return SkipReason(
-                f"release already requested for this due moment (run_key {cursor.get('run_key')}); "
-                "waiting for it to land"
-            )
-        run_key = f"{run_key}:retry{int(cursor.get('retries', 0)) + 1}"
+    last = cursor.get("run_key")
+    if last and last_run_status in IN_FLIGHT:
+        return SkipReason(f"release run for {last} is {last_run_status.lower()}; waiting for it to land")
+    run_key = key
+    if cursor.get("due_key") == key:
+        if last_run_status not in FAILED:
+            return SkipReason(f"release already requested for this due moment (run_key {last}); waiting for it to land")
+        run_key = f"{key}:retry{int(cursor.get('retries', 0)) + 1}"
+    next_due = int(key.rsplit(":", 1)[1])
     when = "now" if next_due <= NEG_INF else format_instant(next_due)
     return RunRequest(
         run_key=run_key,
@@ -108,10 +115,9 @@ def build_release_sensor(
     def _release_sensor(context: SensorEvaluationContext):
         cursor = _load_cursor(context.cursor)
         state = read_feed_state(spec, clock=clock)
-        decision = decide(spec, state, cursor)
         key = due_key(spec, state)
-        if key is not None and key == cursor.get("due_key") and _run_failed(context, cursor.get("run_key")):
-            decision = decide(spec, state, cursor, previous_failed=True)
+        status = _run_status(context, cursor.get("run_key")) if key is not None else None
+        decision = decide(spec, state, cursor, status)
         if isinstance(decision, RunRequest):
             retries = int(cursor.get("retries", 0)) + 1 if key == cursor.get("due_key") else 0
             context.update_cursor(json.dumps(
@@ -123,15 +129,18 @@ def build_release_sensor(
     return _release_sensor
 
 
-def _run_failed(context: SensorEvaluationContext, run_key: str | None) -> bool:
-    """Whether the newest run launched for ``run_key`` ended in failure or was canceled."""
-    from dagster import DagsterRunStatus, RunsFilter
-
+def _run_status(context: SensorEvaluationContext, run_key: str | None) -> str | None:
+    """Status name of the newest run this sensor launched for ``run_key`` (None: unknown)."""
     if not run_key or context.instance_ref is None:
-        return False
-    instance = context.instance
-    runs = instance.get_runs(filters=RunsFilter(tags={"dagster/run_key": run_key}), limit=1)
-    return bool(runs) and runs[0].status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+        return None
+    from dagster import RunsFilter
+
+    runs = context.instance.get_runs(
+        filters=RunsFilter(tags={"dagster/run_key": run_key, "dagster/sensor_name": context.sensor_name}), limit=1
+    ) if context.sensor_name else context.instance.get_runs(
+        filters=RunsFilter(tags={"dagster/run_key": run_key}), limit=1
+    )
+    return runs[0].status.value if runs else None
 
 
 def _load_cursor(raw: str | None) -> dict:

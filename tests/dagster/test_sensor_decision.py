@@ -1,0 +1,66 @@
+"""The release sensor's decision as a pure function of (state, cursor, last run status). No Spark."""
+
+from __future__ import annotations
+
+from dagster import RunRequest, SkipReason
+
+from waterline.dagster.sensors import decide, due_key
+from waterline.engine.state import FeedState, TierStatus
+from waterline.semantics import NEG_INF
+from waterline.spec import spec_from_dict
+
+SPEC = spec_from_dict({
+    "feed": "f", "warehouse": "/tmp/wl-never-written", "source": {"format": "json", "path": "/tmp/x/{partition}"},
+    "partitions": {"static": ["a"]}, "key": ["id"], "event_time": "t",
+    "tiers": {"rt": "TRUE", "emb": "t <= WATERLINE()"},
+})
+NOW = 1_800_000_000_000_000
+
+
+def state(seq=1, rt_due=True, emb_due=False, emb_next=NOW + 60_000_000, hold=False) -> FeedState:
+    return FeedState(feed="f", now_us=NOW, seq=seq, release_w_us=NOW, event_w_us=None, tiers={
+        "rt": TierStatus("rt", None, 0, False, None, 2, NEG_INF if rt_due else None, rt_due),
+        "emb": TierStatus("emb", None, 0, hold, None, 2, emb_next, emb_due),
+    })
+
+
+def test_nothing_due_names_the_next_due_moment():
+    decision = decide(SPEC, state(rt_due=False), {})
+    assert isinstance(decision, SkipReason)
+    assert decision.skip_message == "nothing due; next due 2027-01-15T08:01:00Z (tier emb)"
+    held = decide(SPEC, state(rt_due=False, emb_next=None, hold=True), {})
+    assert held.skip_message == "nothing due; no pending versions; on hold: emb"
+
+
+def test_one_run_per_due_moment():
+    s = state()
+    first = decide(SPEC, s, {})
+    assert isinstance(first, RunRequest) and first.run_key == f"f:1:{NEG_INF}" == due_key(SPEC, s)
+    cursor = {"run_key": first.run_key, "due_key": first.run_key}
+    assert isinstance(decide(SPEC, s, cursor, None), SkipReason)
+    assert isinstance(decide(SPEC, s, cursor, "SUCCESS"), SkipReason)
+
+
+def test_no_new_run_while_the_last_is_in_flight():
+    # rt committed, emb not yet: the due moment looks new, but the release is still running
+    cursor = {"run_key": f"f:1:{NEG_INF}", "due_key": f"f:1:{NEG_INF}"}
+    partly = state(rt_due=False, emb_due=True, emb_next=NOW - 1)
+    for status in ("QUEUED", "STARTING", "STARTED"):
+        decision = decide(SPEC, partly, cursor, status)
+        assert isinstance(decision, SkipReason) and "waiting for it to land" in decision.skip_message
+    after = decide(SPEC, partly, cursor, "SUCCESS")
+    assert isinstance(after, RunRequest) and after.run_key == f"f:1:{NOW - 1}"
+
+
+def test_failed_run_is_retried_once_per_failure():
+    key = f"f:1:{NEG_INF}"
+    retry = decide(SPEC, state(), {"run_key": key, "due_key": key}, "FAILURE")
+    assert isinstance(retry, RunRequest) and retry.run_key == f"{key}:retry1"
+    again = decide(SPEC, state(), {"run_key": f"{key}:retry1", "due_key": key, "retries": 1}, "FAILURE")
+    assert again.run_key == f"{key}:retry2"
+
+
+def test_new_ingest_is_a_new_due_moment():
+    cursor = {"run_key": f"f:1:{NEG_INF}", "due_key": f"f:1:{NEG_INF}"}
+    decision = decide(SPEC, state(seq=2), cursor, "SUCCESS")
+    assert isinstance(decision, RunRequest) and decision.run_key == f"f:2:{NEG_INF}"
