@@ -87,7 +87,7 @@ def stop(proc: subprocess.Popen, grace: float = 20) -> None:
     if proc.poll() is not None:
         return
     try:
-        os.killpg(proc.pid, signal.SIGTERM)  # the group this test started (start_new_session)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C to the group this test started (start_new_session)
     except ProcessLookupError:
         return
     try:

@@ -127,4 +127,10 @@ def test_bad_attributes_fail_with_the_spec_error(project):
     (folder / "defs.yaml").write_text(yaml.safe_dump({"type": "waterline.dagster.ReleaseFeed", "attributes": attributes}))
     with pytest.raises(Exception) as info:
         dg.load_from_defs_folder(path_within_project=project)
-    assert "partitions" in str(info.value) and "weekly" in str(info.value), str(info.value)
+    from waterline.spec import SpecError
+
+    cause = info.value
+    while cause is not None and not isinstance(cause, SpecError):
+        cause = cause.__cause__ or cause.__context__
+    assert cause is not None, info.value
+    assert str(cause).startswith("spec ") and "defs.yaml: partitions.weekly: unknown key" in str(cause)
