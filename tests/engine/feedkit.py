@@ -43,18 +43,30 @@ def write_partition(root: Path, partition: str, rows: Iterable[Mapping]) -> None
 
 
 def read_tier(spark, spec, tier: str) -> dict[tuple, dict]:
-    """Tier rows keyed by (partition, id); event times as µs for comparison with the oracle."""
-    df = spark.read.format("delta").load(spec.tier_path(tier))
-    rows = df.selectExpr(
-        "_wl_partition", "id", "unix_micros(event_time) AS event_time", "status",
-        "unix_micros(embargo_until) AS embargo_until", "v", "_wl_seq",
-    ).collect()
+    """Tier rows keyed by (partition, id), read with `deltalake` (an independent Delta reader).
+
+    Timestamps come back as µs since the epoch, to compare with the oracle.
+    """
+    from deltalake import DeltaTable
+
+    table = DeltaTable(spec.tier_path(tier)).to_pyarrow_table()
     out = {}
-    for r in rows:
+    for r in table.to_pylist():
         key = (r["_wl_partition"], r["id"])
         assert key not in out, f"duplicate identity {key} in tier {tier}"
-        out[key] = r.asDict()
+        for column in ("event_time", "embargo_until"):
+            if r.get(column) is not None:
+                r[column] = _micros(r[column])
+        out[key] = r
     return out
+
+
+def _micros(ts) -> int:
+    from datetime import timezone
+
+    ts = ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    delta = ts - ts.replace(year=1970, month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+    return delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
 
 
 def far_future_clock() -> FixedClock:

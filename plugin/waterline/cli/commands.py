@@ -44,9 +44,9 @@ def plan(spec: str, tier: str | None, as_json: bool) -> None:
     from waterline.policy import compile_policy
 
     feed = _spec(spec)
-    tiers = {tier: feed.tiers[tier]} if tier else feed.tiers
     if tier and tier not in feed.tiers:
         raise click.BadParameter(f"unknown tier {tier!r} (tiers: {', '.join(feed.tiers)})", param_hint="--tier")
+    tiers = {tier: feed.tiers[tier]} if tier else feed.tiers
     plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
     if as_json:
         click.echo(json.dumps({name: p.to_json() for name, p in plans.items()}, indent=2))

@@ -66,6 +66,35 @@ def states_since(path: str, *, key: str, after: int) -> list[dict[str, Any]]:
         depth *= 10  # a long run of ingests since the last release: look further back
 
 
+def table_version(path: str) -> int | None:
+    from deltalake import DeltaTable
+
+    return DeltaTable(path).version() if DeltaTable.is_deltatable(path) else None
+
+
+def record_state(spark: "SparkSession", path: str, state: Mapping[str, Any]) -> None:
+    """Commit ``state`` to the table with no row change.
+
+    Delta skips the commit of an empty append and of a MERGE that changes
+    nothing, so a waterline that moved without data is recorded with a
+    property change instead, which always commits. The property also keeps the
+    state readable from the table's metadata after old log files are cleaned up.
+    """
+    from waterline.engine.sqltext import sql_string
+
+    text = json.dumps(dict(state), sort_keys=True, separators=(",", ":"))
+    with commit_state(spark, state):
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('waterline.state' = {sql_string(text)})")
+
+
+def last_commit_metrics(path: str) -> dict[str, int]:
+    """The newest commit's operationMetrics (rows inserted, updated, deleted ...)."""
+    from deltalake import DeltaTable
+
+    metrics = DeltaTable(path).history(1)[0].get("operationMetrics") or {}
+    return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
+
+
 def _parse(raw: str | None) -> dict[str, Any] | None:
     if not raw:
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waterline.engine.commits import commit_state, table_exists
+from waterline.engine.commits import record_state, table_exists
 from waterline.engine.lease import feed_lease
 from waterline.engine.tables import tier_state
 from waterline.errors import WaterlineError
@@ -27,9 +27,7 @@ def set_hold(spark: "SparkSession", spec: "FeedSpec", tier: str, hold: bool) -> 
         if state["hold"] == hold:
             return state
         state.update(op="hold" if hold else "resume", tier=tier, hold=hold)
-        with commit_state(spark, state):
-            schema = spark.read.format("delta").load(path).schema
-            spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
+        record_state(spark, path, state)
         return state
 
 

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 
 from waterline.clock import SystemClock
 from waterline.engine import columns as C
+from waterline.engine import faults
 from waterline.engine.commits import commit_state, table_exists
 from waterline.engine.event_time import advance_sources, event_waterline
 from waterline.engine.lease import feed_lease
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import IngestResult
 from waterline.engine.schedule import compile_tiers, removal_schedule, with_schedule
-from waterline.engine.source import SOURCE_COLUMN, read_output, session_timezone
+from waterline.engine.source import SOURCE_COLUMN, read_output
 from waterline.engine.tables import ensure_tier_tables, held_state, payload_schema, read_delta
 from waterline.engine.validate import (
     REASON, check_columns, check_duplicates, check_schema, parse_event_time, reason_column,
@@ -38,7 +39,7 @@ def ingest(spark: "SparkSession", spec: "FeedSpec", partition: str, *, clock=Non
     """Process ``partition`` and append what changed to the held table."""
     clock = clock or SystemClock()
     partition = spec.partitions.validate(partition)
-    with feed_lease(spec.feed_dir, feed=spec.feed), session_timezone(spark, spec.timezone):
+    with feed_lease(spec.feed_dir, feed=spec.feed):
         return _ingest_locked(spark, spec, partition, clock)
 
 
@@ -79,11 +80,13 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
                     "versions": counts["total"], "min_tau": counts["min_tau"],
                     "sources": sources, "event_w": event_w,
                 }
+                faults.boundary(faults.INGEST_BEFORE_COMMIT)
                 with commit_state(spark, new_state):
                     (
                         versions.drop(_KIND).withColumn(C.SEQ, F.lit(seq).cast("bigint"))
                         .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
                     )
+            faults.boundary(faults.INGEST_AFTER_COMMIT)
             ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
         finally:
             versions.unpersist()

@@ -14,11 +14,13 @@ oracle of this step; tests compare the two.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from waterline.clock import SystemClock
 from waterline.engine import columns as C
-from waterline.engine.commits import commit_state, table_exists
+from waterline.engine import faults
+from waterline.engine.commits import commit_state, last_commit_metrics, record_state, table_exists, table_version
 from waterline.engine.event_time import target_waterline
 from waterline.engine.lease import feed_lease
 from waterline.engine.sqltext import sql_string
@@ -28,13 +30,39 @@ from waterline.errors import WaterlineError
 from waterline.semantics import NEG_INF, POS_INF
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from waterline.spec import FeedSpec
 
 _PRESENT = "_wl_present"
 _REASON = "_wl_reason"
 _RETRIES = 3
+
+
+@dataclass(frozen=True)
+class _TierStep:
+    """One tier's move from (w0, s0) to (w, seq); `low` is w0 with "never released" as NEG_INF."""
+
+    tier: str
+    w0: int | None
+    s0: int
+    w: int
+    seq: int
+
+    @property
+    def low(self) -> int:
+        return NEG_INF if self.w0 is None else self.w0
+
+    def candidate_filter(self) -> "Column":
+        """Versions that may change this tier's rows between (w0, s0) and (w, seq)."""
+        from pyspark.sql import functions as F
+
+        t, low, w = self.tier, self.low, self.w
+        due = F.col(C.tau(t)) <= w
+        crossed = F.expr(
+            f"exists({C.vis(t)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w}))"
+        )
+        return due & ((F.col(C.SEQ) > self.s0) | ((F.col(C.last(t)) > low) & crossed))
 
 
 def release(spark: "SparkSession", spec: "FeedSpec", *, as_of_us: int | None = None, clock=None) -> ReleaseResult:
@@ -45,28 +73,31 @@ def release(spark: "SparkSession", spec: "FeedSpec", *, as_of_us: int | None = N
         hstate = held_state(spec)
         seq = hstate.get("seq", 0)
         target = target_waterline(spec, hstate, now, as_of_us)
-        results = {}
+        results: dict[str, TierRelease] = {}
         if table_exists(spec.held_path):
             held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
+            steps = []
             for tier in spec.tiers:
-                results[tier] = _release_tier_with_retries(spark, spec, tier, held, target, seq)
+                step_or_result = _plan_step(spec, tier, held, target, seq)
+                if isinstance(step_or_result, TierRelease):
+                    results[tier] = step_or_result
+                else:
+                    steps.append(step_or_result)
+            if steps:
+                partitions = _candidate_partitions(held, steps)
+                outlook = _outlook(held, steps)
+                for i, step in enumerate(steps):
+                    faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
+                    results[step.tier] = _apply_with_retries(
+                        spark, spec, step, held, partitions[step.tier], *outlook[step.tier]
+                    )
+        results = {t: results[t] for t in spec.tiers if t in results}
         w = max([target] + [r.w_us for r in results.values() if not r.held])
         return ReleaseResult(feed=spec.feed, requested_us=as_of_us, w_us=w, seq=seq, tiers=results)
 
 
-def _release_tier_with_retries(spark, spec, tier, held, target, seq) -> TierRelease:
-    for attempt in range(_RETRIES):
-        try:
-            return _release_tier(spark, spec, tier, held, target, seq)
-        except Exception as exc:  # Delta's optimistic concurrency: recompute from the new state
-            if attempt == _RETRIES - 1 or "Concurrent" not in type(exc).__name__ + str(exc)[:200]:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _release_tier(spark, spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq: int) -> TierRelease:
-    from pyspark.sql import functions as F
-
+def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq: int):
+    """The tier's step, or its final result when it is on hold or already at (W, seq)."""
     state = tier_state(spec, tier)
     w0, s0 = state["w"], state["seq"]
     if state["hold"]:
@@ -75,41 +106,72 @@ def _release_tier(spark, spec: "FeedSpec", tier: str, held: "DataFrame", target:
         raise WaterlineError(
             f"feed {spec.feed}: tier {tier} is newer than the held data; re-ingest the partitions to schedule it"
         )
-    w = target if w0 is None else max(w0, target)
+    w = target if w0 is None else max(w0, target)  # the waterline never goes back
     if w0 is not None and w == w0 and seq == s0:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.get("next_due"))
-    low = NEG_INF if w0 is None else w0
+    return _TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq)
+
+
+def _candidate_partitions(held: "DataFrame", steps: list[_TierStep]) -> dict[str, list[str]]:
+    """One pass over held (pruned by file statistics) for every tier's candidate partitions."""
+    from pyspark.sql import functions as F
+
+    flags = [step.candidate_filter().alias(f"_c{i}") for i, step in enumerate(steps)]
+    any_flag = F.lit(False)
+    for i in range(len(steps)):
+        any_flag = any_flag | F.col(f"_c{i}")
+    rows = (
+        held.select(C.PARTITION, *flags).filter(any_flag).groupBy(C.PARTITION)
+        .agg(*[F.max(F.col(f"_c{i}").cast("int")).alias(f"_c{i}") for i in range(len(steps))])
+        .collect()
+    )
+    return {step.tier: sorted(r[C.PARTITION] for r in rows if r[f"_c{i}"]) for i, step in enumerate(steps)}
+
+
+def _apply_with_retries(spark, spec, step, held, partitions, next_due, pending) -> TierRelease:
+    for attempt in range(_RETRIES):
+        try:
+            return _apply(spark, spec, step, held, partitions, next_due, pending)
+        except Exception as exc:  # Delta's optimistic concurrency: recompute from the new state
+            if attempt == _RETRIES - 1 or "Concurrent" not in type(exc).__name__ + str(exc)[:200]:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, next_due, pending) -> TierRelease:
+    """Commit the tier's new rows and its new (W_T, seq) together."""
+    from pyspark.sql import functions as F
 
     keys = [C.PARTITION, *spec.key]
-    vis, tau, last = F.col(C.vis(tier)), F.col(C.tau(tier)), F.col(C.last(tier))
-    boundary_crossed = F.expr(
-        f"exists({C.vis(tier)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w}))"
-    )
-    candidates = held.filter(
-        ((F.col(C.SEQ) > s0) & (tau <= w)) | ((tau <= w) & (last > low) & boundary_crossed)
-    ).select(*keys).distinct()
-    partitions = [r[0] for r in candidates.select(C.PARTITION).distinct().collect()]
-
     payload = [c for c in held.columns if not C.is_system(c)]
     metrics = {"inserted": 0, "updated": 0, "deleted": 0}
     reasons: dict[str, int] = {}
-    next_due, pending = _outlook(held, tier, w)
-    new_state = {"op": "release", "tier": tier, "w": w, "seq": seq, "hold": False,
+    new_state = {"op": "release", "tier": step.tier, "w": step.w, "seq": step.seq, "hold": False,
                  "next_due": next_due, "pending": pending}
-    with commit_state(spark, new_state):
-        if partitions:
-            desired = _desired(held, tier, keys, payload, candidates, partitions, w).cache()
-            try:
-                reasons = {r[_REASON]: r["n"] for r in desired.groupBy(_REASON).agg(F.count(F.lit(1)).alias("n")).collect()}
-                metrics = _merge(spark, spec, tier, desired, keys, payload, partitions)
-            finally:
-                desired.unpersist()
-        else:
-            _state_only_commit(spark, spec.tier_path(tier))
+    path = spec.tier_path(step.tier)
+    before = table_version(path)
+    if partitions:
+        candidates = (
+            held.filter(F.col(C.PARTITION).isin(partitions)).filter(step.candidate_filter())
+            .select(*keys).distinct()
+        )
+        desired = _desired(held, step.tier, keys, payload, candidates, partitions, step.w).cache()
+        try:
+            reasons = {
+                r[_REASON]: r["n"] for r in desired.groupBy(_REASON).agg(F.count(F.lit(1)).alias("n")).collect()
+            }
+            with commit_state(spark, new_state):
+                _merge(spark, spec, step.tier, desired, keys, payload, partitions)
+        finally:
+            desired.unpersist()
+    if table_version(path) != before:
+        metrics = _merge_metrics(path)
+    else:  # nothing changed rows (or nothing was due): the new (W_T, seq) still has to be recorded
+        record_state(spark, path, new_state)
     return TierRelease(
-        tier=tier, w_us=w, previous_w_us=w0, seq=seq,
+        tier=step.tier, w_us=step.w, previous_w_us=step.w0, seq=step.seq,
         released=metrics["inserted"], updated=metrics["updated"], removed=metrics["deleted"],
-        expired=reasons.get("expired", 0), candidates=sum(reasons.values()),
+        expired=min(reasons.get("expired", 0), metrics["deleted"]), candidates=sum(reasons.values()),
         next_due_us=next_due, changed=any(metrics.values()),
     )
 
@@ -143,23 +205,25 @@ def _desired(held, tier, keys, payload, candidates, partitions, w) -> "DataFrame
     )
 
 
-def _merge(spark, spec, tier, desired, keys, payload, partitions) -> dict[str, int]:
+def _merge(spark, spec, tier, desired, keys, payload, partitions) -> None:
     from delta.tables import DeltaTable
 
-    target = DeltaTable.forPath(spark, spec.tier_path(tier))
     in_partitions = ", ".join(sql_string(p) for p in partitions)
     on = " AND ".join([f"t.`{k}` = s.`{k}`" for k in keys] + [f"t.{C.PARTITION} IN ({in_partitions})"])
     columns = payload + [C.PARTITION, C.SEQ, C.START, C.END]
     values = {f"`{c}`": f"s.`{c}`" for c in columns}
     changed = f"t.{C.SEQ} <> s.{C.SEQ} OR t.{C.START} <> s.{C.START} OR t.{C.END} <> s.{C.END}"
     (
-        target.alias("t").merge(desired.alias("s"), on)
+        DeltaTable.forPath(spark, spec.tier_path(tier)).alias("t").merge(desired.alias("s"), on)
         .whenMatchedDelete(condition=f"NOT s.{_PRESENT}")
         .whenMatchedUpdate(condition=f"s.{_PRESENT} AND ({changed})", set=values)
         .whenNotMatchedInsert(condition=f"s.{_PRESENT}", values=values)
         .execute()
     )
-    m = target.history(1).collect()[0]["operationMetrics"] or {}
+
+
+def _merge_metrics(path: str) -> dict[str, int]:
+    m = last_commit_metrics(path)
     return {
         "inserted": int(m.get("numTargetRowsInserted", 0)),
         "updated": int(m.get("numTargetRowsUpdated", 0)),
@@ -167,25 +231,26 @@ def _merge(spark, spec, tier, desired, keys, payload, partitions) -> dict[str, i
     }
 
 
-def _outlook(held: "DataFrame", tier: str, w: int) -> tuple[int | None, int]:
-    """The next instant after W at which some version's visibility changes, and pending versions."""
+def _outlook(held: "DataFrame", steps: list[_TierStep]) -> dict[str, tuple[int | None, int]]:
+    """Per tier: the next instant after W at which some version's visibility changes, and
+    the number of versions not yet taken over. One pass over the files that still matter."""
     from pyspark.sql import functions as F
 
-    next_boundary = (
-        f"aggregate({C.vis(tier)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
-        f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
-        f"ELSE {POS_INF} END))"
-    )
-    row = held.filter(F.col(C.last(tier)) > w).agg(
-        F.min(F.expr(next_boundary)).alias("next"),
-        F.count(F.when(F.col(C.tau(tier)) > w, 1)).alias("pending"),
-    ).collect()[0]
-    nxt = row["next"]
-    return (None if nxt is None or nxt >= POS_INF else nxt), row["pending"]
-
-
-def _state_only_commit(spark, path: str) -> None:
-    """Record a new (W, S) with no row change: an empty append still makes a commit."""
-    schema = spark.read.format("delta").load(path).schema
-    spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
-
+    aggs, still_open = [], F.lit(False)
+    for i, step in enumerate(steps):
+        t, w = step.tier, step.w
+        open_ = F.col(C.last(t)) > w
+        still_open = still_open | open_
+        next_boundary = F.expr(
+            f"aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
+            f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
+            f"ELSE {POS_INF} END))"
+        )
+        aggs += [F.min(F.when(open_, next_boundary)).alias(f"n{i}"),
+                 F.count(F.when(F.col(C.tau(t)) > w, 1)).alias(f"p{i}")]
+    row = held.filter(still_open).agg(*aggs).collect()[0]
+    out = {}
+    for i, step in enumerate(steps):
+        nxt = row[f"n{i}"]
+        out[step.tier] = (None if nxt is None or nxt >= POS_INF else nxt), row[f"p{i}"]
+    return out

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from waterline.errors import WaterlineError
 
@@ -15,18 +14,6 @@ if TYPE_CHECKING:
 
 SOURCE_COLUMN = "_wl_source"
 _READ_DEFAULTS = {"csv": {"header": "true"}}
-
-
-@contextmanager
-def session_timezone(spark: "SparkSession", tz: str) -> Iterator[None]:
-    """Read naive timestamps in the feed's time zone, as the spec's `timezone` promises."""
-    key = "spark.sql.session.timeZone"
-    previous = spark.conf.get(key)
-    spark.conf.set(key, tz)
-    try:
-        yield
-    finally:
-        spark.conf.set(key, previous)
 
 
 def read_output(spark: "SparkSession", spec: "FeedSpec", partition: str) -> "DataFrame":
@@ -51,6 +38,9 @@ def read_output(spark: "SparkSession", spec: "FeedSpec", partition: str) -> "Dat
     union.createOrReplaceTempView("source")
     out = union
     if spec.transform:
+        from waterline.engine.functions import register_functions
+
+        register_functions(spark)  # transforms may call wl_* calendar functions too
         sql = spec.transform.replace("{partition}", partition)
         try:
             out = spark.sql(sql)
@@ -67,7 +57,8 @@ def _read_source(spark, spec, name, source, partition, *, missing_ok: bool):
         if missing_ok:
             return None
         raise WaterlineError(f"feed {spec.feed}: source {name}: no data at {path} for partition {partition}")
-    options = dict(_READ_DEFAULTS.get(source.format, {}))
+    # Timestamps the reader itself parses (declared in a schema) follow the feed's zone.
+    options = {"timeZone": spec.timezone, **_READ_DEFAULTS.get(source.format, {})}
     options.update(source.options or {})
     # A DDL `schema` option pins the columns: an empty partition still has them.
     schema = options.pop("schema", None)

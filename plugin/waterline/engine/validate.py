@@ -29,26 +29,35 @@ def check_columns(spec: "FeedSpec", df: "DataFrame") -> None:
 
 
 def parse_event_time(spec: "FeedSpec", df: "DataFrame") -> "DataFrame":
-    """Event times given as strings are parsed; unparseable ones become NULL and are quarantined.
+    """Event times given as text are parsed; unparseable ones become NULL and are quarantined.
 
+    Text without an explicit offset is read in the spec's `timezone`; the Spark
+    session itself stays in UTC so that interval arithmetic in policies is exact.
     The original text is kept in `_wl_event_text` so the quarantine can tell
     "missing" from "unparseable".
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, TimestampNTZType, TimestampType
 
-    field = df.schema[spec.event_time]
-    if isinstance(field.dataType, TimestampType):
+    column = F.col(spec.event_time)
+    kind = df.schema[spec.event_time].dataType
+    if isinstance(kind, TimestampType):
         return df.withColumn("_wl_event_text", F.lit(None).cast("string"))
-    text = F.col(spec.event_time).cast("string")
-    if isinstance(field.dataType, (StringType, TimestampNTZType)):
-        parsed = F.expr(f"try_to_timestamp(CAST(`{spec.event_time}` AS STRING))")
-    else:
+    if isinstance(kind, TimestampNTZType):
+        return df.withColumn("_wl_event_text", F.lit(None).cast("string")).withColumn(
+            spec.event_time, F.to_utc_timestamp(column.cast("timestamp"), spec.timezone)
+        )
+    if not isinstance(kind, StringType):
         raise WaterlineError(
-            f"feed {spec.feed}: event_time column `{spec.event_time}` is {field.dataType.simpleString()}, "
+            f"feed {spec.feed}: event_time column `{spec.event_time}` is {kind.simpleString()}, "
             f"not a timestamp (convert it in the transform, e.g. timestamp_millis(...))"
         )
-    return df.withColumn("_wl_event_text", text).withColumn(spec.event_time, parsed)
+    text = F.trim(column)
+    parsed = F.expr(f"try_to_timestamp(trim(`{spec.event_time}`))")
+    if spec.timezone != "UTC":
+        has_offset = text.rlike(r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$")
+        parsed = F.when(has_offset, parsed).otherwise(F.to_utc_timestamp(parsed, spec.timezone))
+    return df.withColumn("_wl_event_text", column).withColumn(spec.event_time, parsed)
 
 
 def reason_column(spec: "FeedSpec", late_before_us: int | None) -> "Column":

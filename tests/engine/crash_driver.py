@@ -1,0 +1,64 @@
+"""A fixed ingest/release scenario, runnable in a subprocess that may be killed mid-way.
+
+``python -m tests.engine.crash_driver ROOT CRASH_STEP CRASH_POINT`` runs step CRASH_STEP
+on a warehouse that already went through the earlier steps, with the crash point
+(see `waterline.engine.faults`) armed; the test prepares and recovers in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tests.engine.feedkit import far_future_clock, make_spec, write_partition
+from waterline.clock import parse_instant
+from waterline.engine import faults
+
+TIERS = {
+    "rt": "TRUE",
+    "d15": "event_time + INTERVAL 15 MINUTES <= WATERLINE()",
+    "win": "event_time <= WATERLINE() AND WATERLINE() < event_time + INTERVAL 30 MINUTES",
+}
+V1 = [{"id": i, "event_time": f"2026-01-01 10:{i * 5:02d}:00", "status": "final", "v": "a"} for i in range(8)]
+V2 = [dict(r, v="b") if r["id"] % 3 == 0 else r for r in V1 if r["id"] != 5] + [
+    {"id": 9, "event_time": "2026-01-01 10:01:00", "status": "final", "v": "late"}
+]
+STEPS = [
+    ("ingest", V1),
+    ("release", "2026-01-01T10:20:00Z"),
+    ("ingest", V2),
+    ("release", "2026-01-01T10:40:00Z"),
+    ("release", "2026-01-01T11:30:00Z"),
+]
+
+
+def run_steps(
+    spark, root: Path, start: int = 0, crash_step: int | None = None, point: str | None = None,
+    stop: int | None = None,
+) -> None:
+    from waterline.engine.ingest import ingest
+    from waterline.engine.release import release
+
+    spec = make_spec(root, TIERS)
+    clock = far_future_clock()
+    for i in range(start, len(STEPS) if stop is None else stop):
+        print(f"step {i}", flush=True)
+        if i == crash_step and point:
+            os.environ[faults.ENV] = point
+        try:
+            kind, arg = STEPS[i]
+            if kind == "ingest":
+                write_partition(root, "a", arg)
+                ingest(spark, spec, "a", clock=clock)
+            else:
+                release(spark, spec, as_of_us=parse_instant(arg), clock=clock)
+        finally:
+            os.environ.pop(faults.ENV, None)
+
+
+if __name__ == "__main__":
+    from waterline.engine.session import get_session
+
+    root, crash_step, point = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    run_steps(get_session(), root, crash_step, crash_step, point, stop=crash_step + 1)

@@ -1,0 +1,111 @@
+"""Ingest behaviour: versions, idempotent re-runs, quarantine, duplicates, schema drift."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.feedkit import far_future_clock, make_spec, read_tier, write_partition
+from waterline.errors import WaterlineError
+
+pytestmark = pytest.mark.spark
+
+TIERS = {"rt": "TRUE", "d15": "event_time + INTERVAL 15 MINUTES <= WATERLINE()"}
+
+
+def _row(i, minute=0, v="x", **extra):
+    return {"id": i, "event_time": f"2026-01-01 10:{minute:02d}:00", "status": "final", "v": v, **extra}
+
+
+def _held(spark, spec):
+    return spark.read.format("delta").load(spec.held_path)
+
+
+def test_versions_only_for_what_changed(spark, tmp_path):
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    clock = far_future_clock()
+    write_partition(tmp_path, "a", [_row(1), _row(2), _row(3)])
+    first = ingest(spark, spec, "a", clock=clock)
+    assert (first.seq, first.inserted, first.versions_written) == (1, 3, 3)
+
+    again = ingest(spark, spec, "a", clock=clock)
+    assert (again.seq, again.versions_written, again.unchanged) == (None, 0, 3)
+    assert _held(spark, spec).count() == 3
+
+    write_partition(tmp_path, "a", [_row(1), _row(2, v="y"), _row(4)])
+    third = ingest(spark, spec, "a", clock=clock)
+    assert (third.seq, third.inserted, third.updated, third.removed, third.unchanged) == (2, 1, 1, 1, 1)
+    kinds = {(r["id"], r["_wl_removed"]) for r in _held(spark, spec).filter("_wl_seq = 2").collect()}
+    assert kinds == {(2, False), (3, True), (4, False)}
+
+
+def test_invalid_rows_quarantined_with_reason_rest_ingested(spark, tmp_path):
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [
+        _row(1), {"id": None, "event_time": "2026-01-01 10:00:00", "v": "k"},
+        {"id": 3, "event_time": None, "v": "n"}, {"id": 4, "event_time": "not a time", "v": "u"},
+    ])
+    result = ingest(spark, spec, "a", clock=far_future_clock())
+    assert (result.inserted, result.quarantined) == (1, 3)
+    reasons = {r["_wl_reason"] for r in spark.read.format("delta").load(spec.quarantine_path).collect()}
+    assert reasons == {"null key column id", "null event_time", "unparseable event_time: not a time"}
+    # Re-running replaces the partition's quarantine rows instead of piling them up.
+    ingest(spark, spec, "a", clock=far_future_clock())
+    assert spark.read.format("delta").load(spec.quarantine_path).count() == 3
+
+
+def test_duplicate_keys_fail_naming_them_and_write_nothing(spark, tmp_path):
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1), _row(1, v="again"), _row(2)])
+    with pytest.raises(WaterlineError, match=r"duplicate keys \['id'\].*\(id=1\) x2.*nothing was written"):
+        ingest(spark, spec, "a", clock=far_future_clock())
+    from waterline.engine.commits import table_exists
+
+    assert not table_exists(spec.held_path)
+
+
+def test_schema_drift_is_a_clear_error_and_changes_nothing(spark, tmp_path):
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    drifted = make_spec(tmp_path, TIERS, transform="SELECT id, event_time, status, v, 1 AS extra FROM source")
+    with pytest.raises(WaterlineError, match=r"added \['extra'\].*removed \['embargo_until'\]"):
+        ingest(spark, drifted, "a", clock=far_future_clock())
+    assert _held(spark, spec).count() == 1
+
+
+def test_bad_policy_names_the_tier(spark, tmp_path):
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, {"bad": "no_such_column <= WATERLINE()"})
+    write_partition(tmp_path, "a", [_row(1)])
+    with pytest.raises(WaterlineError, match="bad"):
+        ingest(spark, spec, "a", clock=far_future_clock())
+
+
+def test_late_data_is_published_at_next_release(spark, tmp_path):
+    """A version whose takeover is already below W_T when ingested is simply due."""
+    from waterline.clock import parse_instant
+    from waterline.engine.ingest import ingest
+    from waterline.engine.release import release
+
+    spec = make_spec(tmp_path, TIERS)
+    clock = far_future_clock()
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=clock)
+    release(spark, spec, as_of_us=parse_instant("2026-01-01T12:00:00Z"), clock=clock)
+    write_partition(tmp_path, "a", [_row(1), _row(2, minute=5)])  # arrives late: due since 10:20
+    ingest(spark, spec, "a", clock=clock)
+    # Asking for an earlier W releases at W_T, and still publishes what was ingested since.
+    result = release(spark, spec, as_of_us=parse_instant("2026-01-01T11:00:00Z"), clock=clock)
+    assert result.tiers["d15"].w_us == parse_instant("2026-01-01T12:00:00Z")
+    assert set(read_tier(spark, spec, "d15")) == {("a", 1), ("a", 2)}
+    repeat = release(spark, spec, as_of_us=parse_instant("2026-01-01T11:00:00Z"), clock=clock)
+    assert not any(t.changed for t in repeat.tiers.values())
