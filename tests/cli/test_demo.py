@@ -132,11 +132,6 @@ def test_demo_rows_match_tier_tables(demo_run):
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(
-    reason="engine: a release that changes no row makes no Delta commit, so W_T is not persisted and the "
-    "counts come from the previous commit's MERGE metrics",
-    strict=False,
-)
 def test_demo_counts_add_up_and_status_has_the_last_w(demo_run):
     from waterline.engine.state import read_feed_state
 

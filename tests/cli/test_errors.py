@@ -76,7 +76,6 @@ def test_invalid_yaml(tmp_path):
     assert "invalid YAML" in line and "line 2" in line
 
 
-@pytest.mark.xfail(reason="commands.plan looks up feed.tiers[tier] before checking it: KeyError, exit 1", strict=False)
 def test_unknown_tier_is_a_usage_error():
     proc = waterline("plan", str(FEEDS / "ticks.yaml"), "--tier", "nope")
     line = assert_one_line_error(proc)

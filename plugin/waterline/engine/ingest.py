@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from waterline.clock import SystemClock
 from waterline.engine import columns as C
 from waterline.engine import faults
-from waterline.engine.commits import commit_state, table_exists
+from waterline.engine.commits import commit_state, record_state, table_exists
 from waterline.engine.event_time import advance_sources, event_waterline
 from waterline.engine.lease import feed_lease
 from waterline.engine.sqltext import sql_string
@@ -70,22 +70,26 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
         try:
             counts = _version_counts(spec, versions)
             seq = state.get("seq", 0) + 1
-            sources = advance_sources(spec, state.get("sources", {}), stats["max_event_by_source"], now)
-            event_w = event_waterline(spec, sources, state.get("event_w"), now)
+            sources, event_w = state.get("sources", {}), state.get("event_w")
+            if spec.waterline.mode == "event":
+                sources = advance_sources(spec, sources, stats["max_event_by_source"], now)
+                event_w = event_waterline(spec, sources, state.get("event_w"), now)
             _write_quarantine(spark, spec, partition, rows, now, quarantine=stats["quarantined"] > 0)
             written = counts["total"] > 0
-            if written or event_w != state.get("event_w") or sources != state.get("sources"):
-                new_state = {
-                    "op": "ingest", "seq": seq if written else state.get("seq", 0), "partition": partition,
-                    "versions": counts["total"], "min_tau": counts["min_tau"],
-                    "sources": sources, "event_w": event_w,
-                }
-                faults.boundary(faults.INGEST_BEFORE_COMMIT)
+            new_state = {
+                "op": "ingest", "seq": seq if written else state.get("seq", 0), "partition": partition,
+                "versions": counts["total"], "min_tau": counts["min_tau"],
+                "sources": sources, "event_w": event_w,
+            }
+            faults.boundary(faults.INGEST_BEFORE_COMMIT)
+            if written:
                 with commit_state(spark, new_state):
                     (
                         versions.drop(_KIND).withColumn(C.SEQ, F.lit(seq).cast("bigint"))
                         .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
                     )
+            elif table_exists(spec.held_path) and (event_w, sources) != (state.get("event_w"), state.get("sources", {})):
+                record_state(spark, spec.held_path, new_state)  # event time moved, no version to write
             faults.boundary(faults.INGEST_AFTER_COMMIT)
             ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
         finally:

@@ -58,8 +58,10 @@ def read_feed_state(spec: "FeedSpec", *, clock=None) -> FeedState:
     tiers = {}
     for tier in spec.tiers:
         t = tier_state(spec, tier)
-        ingests = states_since(spec.held_path, key="seq", after=t["seq"]) if seq > t["seq"] else []
-        new_taus = [s.get("min_tau", {}).get(tier) for s in ingests if s.get("op") == "ingest"]
+        since = states_since(spec.held_path, key="seq", after=t["seq"]) if seq > t["seq"] else []
+        # GC and other commits repeat the held state; only ingest commits add versions.
+        ingests = [s for s in since if s.get("op") == "ingest"]
+        new_taus = [s.get("min_tau", {}).get(tier) for s in ingests]
         candidates = [x for x in [t.get("next_due"), *new_taus] if x is not None]
         next_due = min(candidates) if candidates else None
         w_t = t["w"]
