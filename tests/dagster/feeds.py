@@ -6,7 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.engine.feedkit import SCHEMA, TRANSFORM, make_spec, write_partition
+from tests.engine import feedkit
+from tests.engine.feedkit import make_spec, write_partition
 
 TIERS = {
     "rt": "TRUE",
@@ -32,19 +33,8 @@ def spec(root: Path, **overrides):
 
 
 def spec_dict(root: Path, **overrides) -> dict:
-    data = {
-        "feed": "f",
-        "warehouse": str(root / "wh"),
-        "source": {"format": "json", "path": str(root / "src" / "{partition}"), "options": {"schema": SCHEMA}},
-        "partitions": {"static": ["a", "b", "c"]},
-        "transform": TRANSFORM,
-        "key": ["id"],
-        "event_time": "event_time",
-        "tiers": dict(TIERS),
-        "release_interval_seconds": 1,
-    }
-    data.update(overrides)
-    return data
+    overrides.setdefault("release_interval_seconds", 1)
+    return feedkit.spec_dict(root, TIERS, **overrides)
 
 
 def write_spec_yaml(root: Path, **overrides) -> Path:

@@ -17,7 +17,8 @@ TRANSFORM = (
 PAYLOAD = ("id", "event_time", "status", "embargo_until", "v")
 
 
-def make_spec(root: Path, tiers: Mapping[str, str], **overrides):
+def spec_dict(root: Path, tiers: Mapping[str, str], **overrides) -> dict:
+    """A feed spec as plain data: JSON source files under <root>/src, warehouse <root>/wh."""
     data = {
         "feed": "f",
         "warehouse": str(root / "wh"),
@@ -29,7 +30,11 @@ def make_spec(root: Path, tiers: Mapping[str, str], **overrides):
         "tiers": dict(tiers),
     }
     data.update(overrides)
-    return spec_from_dict(data, base_dir=root)
+    return data
+
+
+def make_spec(root: Path, tiers: Mapping[str, str], **overrides):
+    return spec_from_dict(spec_dict(root, tiers, **overrides), base_dir=root)
 
 
 def write_partition(root: Path, partition: str, rows: Iterable[Mapping]) -> None:

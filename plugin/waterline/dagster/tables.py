@@ -6,10 +6,9 @@ Nothing here imports pyspark: the release sensor and the cheap checks use it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-_TAG = "waterline"
+from waterline.engine.commits import parse_state
 
 
 def is_table(path: str) -> bool:
@@ -57,7 +56,7 @@ def waterline_states(path: str, limit: int | None = None) -> list[tuple[int, dic
         return []
     out = []
     for commit in DeltaTable(path).history(limit):
-        state = _parse(commit.get("userMetadata"))
+        state = parse_state(commit.get("userMetadata"))
         if state is not None:
             out.append((int(commit["version"]), state))
     out.sort(key=lambda item: item[0])
@@ -79,19 +78,7 @@ def snapshot_state(path: str) -> tuple[int, dict[str, Any]] | None:
     for commit in table.history(50):
         if int(commit["version"]) > version:
             continue
-        state = _parse(commit.get("userMetadata"))
+        state = parse_state(commit.get("userMetadata"))
         if state is not None:
             return version, state
     return version, {}
-
-
-def _parse(raw: str | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        payload = json.loads(raw)
-    except ValueError:
-        return None
-    if isinstance(payload, dict) and isinstance(payload.get(_TAG), dict):
-        return payload[_TAG]
-    return None

@@ -37,7 +37,7 @@ def latest_state(path: str) -> dict[str, Any] | None:
     if not DeltaTable.is_deltatable(path):
         return None
     for commit in DeltaTable(path).history(_HISTORY_DEPTH):
-        state = _parse(commit.get("userMetadata"))
+        state = parse_state(commit.get("userMetadata"))
         if state is not None:
             return state
     return None
@@ -55,7 +55,7 @@ def states_since(path: str, *, key: str, after: int) -> list[dict[str, Any]]:
         commits = table.history(depth)
         found = []
         for commit in commits:
-            state = _parse(commit.get("userMetadata"))
+            state = parse_state(commit.get("userMetadata"))
             if state is None:
                 continue
             if state.get(key, 0) <= after:
@@ -95,7 +95,8 @@ def last_commit_metrics(path: str) -> dict[str, int]:
     return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
 
 
-def _parse(raw: str | None) -> dict[str, Any] | None:
+def parse_state(raw: str | None) -> dict[str, Any] | None:
+    """The waterline state in a commit's userMetadata, or None if it carries none."""
     if not raw:
         return None
     try:
