@@ -1,0 +1,1 @@
+"""waterline benchmarks: `make bench` (= `python -m bench`). See docs/benchmarks.md."""
