@@ -5,7 +5,7 @@ one feed (identities never overlap, so they are independent), through random
 ingests (inserts, corrections, removals, reclassifications, identical re-runs,
 emptied partitions) interleaved with releases at random waterlines (some going
 back). After every release each tier table must equal the oracle's answer.
-WATERLINE_PROPERTY_EXAMPLES scales the number of examples.
+WATERLINE_ENGINE_EXAMPLES scales the number of examples (each runs 50 histories).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
 HISTORIES_PER_EXAMPLE = 50
 KEYS_PER_HISTORY = 4
-EXAMPLES = int(os.environ.get("WATERLINE_PROPERTY_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "3"))
 STATS = {"examples": 0, "histories": 0, "releases": 0, "ingests": 0, "tier_checks": 0}
 
 
@@ -67,31 +67,39 @@ def _next_output(rng: random.Random, current: dict[int, dict], keys: range) -> d
     return out
 
 
-steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("ingest"), st.sampled_from(["a", "b"])),
-        st.tuples(st.just("release"), st.integers(min_value=-10, max_value=200)),
-    ),
-    min_size=3, max_size=7,
-)
+def _plan(rng: random.Random, length: int = 6) -> list[tuple[str, object]]:
+    """Ingests (partition a or b) and releases at random waterlines, some going back.
+
+    Drawn from the seed rather than by hypothesis: with few examples, hypothesis's
+    first draws are near-minimal lists, and each example here is costly.
+    """
+    plan: list[tuple[str, object]] = [("ingest", "a")]
+    minute = 0
+    for _ in range(length):
+        if rng.random() < 0.5:
+            plan.append(("ingest", rng.choice(["a", "b"])))
+        else:  # mostly forward in small steps, sometimes asking to go back
+            minute = max(-10, min(200, minute + rng.randrange(-15, 50)))
+            plan.append(("release", minute))
+    return plan
 
 
 # No shrinking: every shrink step re-runs Spark; the assertion message names the seed.
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(plan=steps, seed=st.integers(0, 2**32 - 1))
-def test_engine_matches_semantics(spark, plan, seed):
+@given(seed=st.integers(0, 2**32 - 1))
+def test_engine_matches_semantics(spark, seed):
     from waterline.engine.ingest import ingest
     from waterline.engine.release import release
 
     rng = random.Random(seed)
+    plan = _plan(rng)
     root = Path(tempfile.mkdtemp(prefix="wl-diff-"))
     spec = make_spec(root, POLICIES)
     clock = far_future_clock()
     model = FeedModel(POLICIES)
     outputs = {p: {h: {} for h in range(HISTORIES_PER_EXAMPLE)} for p in ("a", "b")}
     w_t = None
-    ingested = False
     for op, arg in plan + [("release", 200)]:
         if op == "ingest":
             for h in range(HISTORIES_PER_EXAMPLE):
@@ -101,9 +109,8 @@ def test_engine_matches_semantics(spark, plan, seed):
             write_partition(root, arg, [_to_source(r) for r in rows])
             result = ingest(spark, spec, arg, clock=clock)
             assert result.versions_written == model.ingest(arg, rows)
-            ingested = True
             STATS["ingests"] += 1
-        elif ingested:
+        else:
             as_of = BASE_US + arg * MINUTE
             result = release(spark, spec, as_of_us=as_of, clock=clock)
             w_t = as_of if w_t is None else max(w_t, as_of)
