@@ -14,9 +14,6 @@ if TYPE_CHECKING:
     from waterline.spec import FeedSpec
 
 TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
-QUARANTINE_SCHEMA = (
-    f"{C.PARTITION} STRING, _wl_reason STRING, _wl_row STRING, _wl_quarantined_at TIMESTAMP"
-)
 INITIAL_TIER_STATE: dict[str, Any] = {"w": None, "seq": 0, "hold": False, "next_due": None, "pending": 0}
 
 

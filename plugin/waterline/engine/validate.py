@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from waterline.engine import columns as C
 from waterline.errors import WaterlineError
@@ -115,7 +115,3 @@ def check_schema(spec: "FeedSpec", held: "StructType", output: "StructType") -> 
         + "; ".join(p for p in parts if p)
         + " (schema evolution is not supported yet: write to a new warehouse or keep the columns)"
     )
-
-
-def payload_columns(df: "DataFrame", exclude: Sequence[str] = ()) -> list[str]:
-    return [c for c in df.columns if not C.is_system(c) and c not in exclude]
