@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
 HISTORIES_PER_EXAMPLE = 50
 KEYS_PER_HISTORY = 4
-EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "3"))
+EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "4"))
 STATS = {"examples": 0, "histories": 0, "releases": 0, "ingests": 0, "tier_checks": 0}
 
 
