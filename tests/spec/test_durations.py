@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from waterline.spec import format_duration
-from waterline.spec.durations import _parse_duration
+from waterline.spec.durations import parse_duration
 
 
 @pytest.mark.parametrize(
@@ -24,15 +24,19 @@ from waterline.spec.durations import _parse_duration
     ],
 )
 def test_parse(text, expected):
-    assert _parse_duration(text) == expected
+    assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "soon", "30", "30 fortnights", "-5 minutes", 30])
+def test_bare_numbers_are_seconds():
+    assert parse_duration("30") == parse_duration(30) == timedelta(seconds=30)
+
+
+@pytest.mark.parametrize("text", ["", "soon", "30 fortnights", "-5 minutes"])
 def test_parse_rejects(text):
     with pytest.raises(ValueError):
-        _parse_duration(text)
+        parse_duration(text)
 
 
 @pytest.mark.parametrize("text", ["30 seconds", "15 minutes", "1 day", "2 hours", "500 milliseconds", "90 minutes", "0 seconds", "3 microseconds"])
 def test_format_round_trips(text):
-    assert format_duration(_parse_duration(text)) == text
+    assert format_duration(parse_duration(text)) == text
