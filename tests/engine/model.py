@@ -84,4 +84,14 @@ def expected_tier(model: FeedModel, tier: str, w: int) -> dict:
             for identity, v in state.items()}
 
 
-__all__ = ["MINUTE", "POLICIES", "FeedModel", "expected_tier", "python_vis", "NEG_INF", "POS_INF"]
+def expected_outlook(model: FeedModel, tier: str, w: int) -> tuple[int | None, int]:
+    """(next_due, pending) after a release to w: the first visibility boundary of any version
+    after w, and how many versions have not taken over yet."""
+    pending = sum(1 for v in model.versions if v.tau(tier) > w)
+    boundaries = [
+        b for v in model.versions for interval in v.vis_for(tier) for b in interval if w < b < POS_INF
+    ]
+    return (min(boundaries) if boundaries else None), pending
+
+
+__all__ = ["MINUTE", "POLICIES", "FeedModel", "expected_outlook", "expected_tier", "python_vis", "NEG_INF", "POS_INF"]

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tests.engine.feedkit import PAYLOAD, far_future_clock, make_spec, read_tier, write_partition
-from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_tier
+from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_outlook, expected_tier
 
 pytestmark = pytest.mark.spark
 
@@ -91,6 +91,7 @@ def _plan(rng: random.Random, length: int = 6) -> list[tuple[str, object]]:
 def test_engine_matches_semantics(spark, seed):
     from waterline.engine.ingest import ingest
     from waterline.engine.release import release
+    from waterline.engine.tables import tier_state
 
     rng = random.Random(seed)
     plan = _plan(rng)
@@ -119,6 +120,9 @@ def test_engine_matches_semantics(spark, seed):
                 assert result.tiers[tier].w_us == w_t
                 got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(spark, spec, tier).items()}
                 assert got == expected_tier(model, tier, w_t), f"tier {tier} at W={w_t}, seed {seed}"
+                # next due / pending feed `status` and the sensor: checked against the model too
+                outlook = (result.tiers[tier].next_due_us, tier_state(spec, tier)["pending"])
+                assert outlook == expected_outlook(model, tier, w_t), f"outlook {tier} at W={w_t}, seed {seed}"
                 STATS["tier_checks"] += 1
     STATS["examples"] += 1
     STATS["histories"] += HISTORIES_PER_EXAMPLE

@@ -22,6 +22,7 @@ from waterline.engine import columns as C
 from waterline.engine import faults
 from waterline.engine.commits import commit_state, last_commit_metrics, record_state, table_exists, table_version
 from waterline.engine.event_time import target_waterline
+from waterline.engine.held_files import HeldFile, candidate_partitions, outlook, read_held_files
 from waterline.engine.lease import feed_lease
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import ReleaseResult, TierRelease
@@ -84,12 +85,13 @@ def release(spark: "SparkSession", spec: "FeedSpec", *, as_of_us: int | None = N
                 else:
                     steps.append(step_or_result)
             if steps:
-                partitions = _candidate_partitions(held, steps)
-                outlook = _outlook(held, steps)
+                files = read_held_files(spec.held_path, spec.tiers)
+                outlooks = _outlook(held, files, steps)
                 for i, step in enumerate(steps):
                     faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
+                    partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.s0, w=step.w)
                     results[step.tier] = _apply_with_retries(
-                        spark, spec, step, held, partitions[step.tier], *outlook[step.tier]
+                        spark, spec, step, held, partitions, *outlooks[step.tier]
                     )
         results = {t: results[t] for t in spec.tiers if t in results}
         w = max([target] + [r.w_us for r in results.values() if not r.held])
@@ -110,22 +112,6 @@ def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq:
     if w0 is not None and w == w0 and seq == s0:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.get("next_due"))
     return _TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq)
-
-
-def _candidate_partitions(held: "DataFrame", steps: list[_TierStep]) -> dict[str, list[str]]:
-    """One pass over held (pruned by file statistics) for every tier's candidate partitions."""
-    from pyspark.sql import functions as F
-
-    flags = [step.candidate_filter().alias(f"_c{i}") for i, step in enumerate(steps)]
-    any_flag = F.lit(False)
-    for i in range(len(steps)):
-        any_flag = any_flag | F.col(f"_c{i}")
-    rows = (
-        held.select(C.PARTITION, *flags).filter(any_flag).groupBy(C.PARTITION)
-        .agg(*[F.max(F.col(f"_c{i}").cast("int")).alias(f"_c{i}") for i in range(len(steps))])
-        .collect()
-    )
-    return {step.tier: sorted(r[C.PARTITION] for r in rows if r[f"_c{i}"]) for i, step in enumerate(steps)}
 
 
 def _apply_with_retries(spark, spec, step, held, partitions, next_due, pending) -> TierRelease:
@@ -151,17 +137,14 @@ def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, next_due,
     path = spec.tier_path(step.tier)
     before = table_version(path)
     if partitions:
-        candidates = (
-            held.filter(F.col(C.PARTITION).isin(partitions)).filter(step.candidate_filter())
-            .select(*keys).distinct()
-        )
-        desired = _desired(held, step.tier, keys, payload, candidates, partitions, step.w).cache()
+        desired = _desired(held, step, keys, payload, partitions).cache()
         try:
             reasons = {
                 r[_REASON]: r["n"] for r in desired.groupBy(_REASON).agg(F.count(F.lit(1)).alias("n")).collect()
             }
-            with commit_state(spark, new_state):
-                _merge(spark, spec, step.tier, desired, keys, payload, partitions)
+            if reasons:  # no candidate at all: skip the MERGE, record the state below
+                with commit_state(spark, new_state):
+                    _merge(spark, spec, step.tier, desired, keys, payload, partitions)
         finally:
             desired.unpersist()
     if table_version(path) != before:
@@ -176,16 +159,25 @@ def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, next_due,
     )
 
 
-def _desired(held, tier, keys, payload, candidates, partitions, w) -> "DataFrame":
-    """The tier rows the candidates must have at W: DESIGN.md rule 3, per identity."""
+def _desired(held, step: _TierStep, keys, payload, partitions) -> "DataFrame":
+    """The tier rows the candidates must have at W: DESIGN.md rule 3, per identity.
+
+    One grouping over the due versions of the candidate partitions finds both
+    whether an identity is a candidate and its governing version (the due
+    version with the greatest seq); file statistics prune versions not yet due.
+    """
     from pyspark.sql import functions as F
 
-    versions = held.filter(F.col(C.PARTITION).isin(partitions)).join(candidates, on=keys, how="left_semi")
+    tier, w = step.tier, step.w
     carried = [c for c in payload if c not in keys[1:]] + [C.SEQ, C.REMOVED, C.vis(tier)]
     governing = (
-        versions.filter(F.col(C.tau(tier)) <= w)
+        held.filter(F.col(C.PARTITION).isin(partitions) & (F.col(C.tau(tier)) <= w))
         .groupBy(*keys)
-        .agg(F.max_by(F.struct(*[F.col(c) for c in carried]), F.col(C.SEQ)).alias("_g"))
+        .agg(
+            F.max(step.candidate_filter()).alias("_wl_candidate"),
+            F.max_by(F.struct(*[F.col(c) for c in carried]), F.col(C.SEQ)).alias("_g"),
+        )
+        .filter("_wl_candidate")
         .select(*keys, "_g.*")
     )
     now_in = f"filter({C.vis(tier)}, i -> {w} >= i.start AND {w} < i.`end`)"
@@ -231,26 +223,34 @@ def _merge_metrics(path: str) -> dict[str, int]:
     }
 
 
-def _outlook(held: "DataFrame", steps: list[_TierStep]) -> dict[str, tuple[int | None, int]]:
+def _outlook(held: "DataFrame", files: list[HeldFile], steps: list[_TierStep]) -> dict[str, tuple[int | None, int]]:
     """Per tier: the next instant after W at which some version's visibility changes, and
-    the number of versions not yet taken over. One pass over the files that still matter."""
+    the number of versions not yet taken over.
+
+    File statistics settle most files (all pending, or all behind W); one Spark pass
+    reads only the partitions holding the rest, so the pending backlog is never read.
+    """
     from pyspark.sql import functions as F
 
-    aggs, still_open = [], F.lit(False)
-    for i, step in enumerate(steps):
-        t, w = step.tier, step.w
-        open_ = F.col(C.last(t)) > w
-        still_open = still_open | open_
-        next_boundary = F.expr(
-            f"aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
-            f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
-            f"ELSE {POS_INF} END))"
-        )
-        aggs += [F.min(F.when(open_, next_boundary)).alias(f"n{i}"),
-                 F.count(F.when(F.col(C.tau(t)) > w, 1)).alias(f"p{i}")]
-    row = held.filter(still_open).agg(*aggs).collect()[0]
+    known = {step.tier: outlook(files, step.tier, w=step.w, seq=step.seq) for step in steps}
+    to_read = sorted(set().union(*(k.open_partitions for k in known.values())))
+    row = None
+    if to_read:
+        aggs, still_open = [], F.lit(False)
+        for i, step in enumerate(steps):
+            t, w = step.tier, step.w
+            open_ = F.col(C.PARTITION).isin(sorted(known[t].open_partitions)) & (F.col(C.last(t)) > w)
+            still_open = still_open | open_
+            next_boundary = F.expr(
+                f"aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
+                f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
+                f"ELSE {POS_INF} END))"
+            )
+            aggs += [F.min(F.when(open_, next_boundary)).alias(f"n{i}"),
+                     F.count(F.when(open_ & (F.col(C.tau(t)) > w), 1)).alias(f"p{i}")]
+        row = held.filter(F.col(C.PARTITION).isin(to_read)).filter(still_open).agg(*aggs).collect()[0]
     out = {}
     for i, step in enumerate(steps):
-        nxt = row[f"n{i}"]
-        out[step.tier] = (None if nxt is None or nxt >= POS_INF else nxt), row[f"p{i}"]
+        nexts = [x for x in (known[step.tier].next_due, row and row[f"n{i}"]) if x is not None and x < POS_INF]
+        out[step.tier] = (min(nexts) if nexts else None), known[step.tier].pending + (row[f"p{i}"] if row else 0)
     return out

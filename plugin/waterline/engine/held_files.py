@@ -1,0 +1,125 @@
+"""What the held table's Delta file statistics say about a release, without reading rows.
+
+Every held file carries min/max statistics of `_wl_seq`, `_wl_tau__T` and
+`_wl_last__T` in the Delta log. From those alone a release can tell, per tier
+moving from (low, s0) to (w, seq):
+
+* which partitions may hold candidates at all (`candidate_partitions`);
+* for most files, what they add to the tier's outlook (versions still pending
+  and the next instant something changes): a file whose every version takes
+  over after W contributes all its rows as pending and its min(tau) as the next
+  boundary; a file whose every boundary is at or before W contributes nothing.
+  Only partitions holding a file that is neither (`Outlook.open_partitions`)
+  need a Spark read, so a tick never reads the pending backlog.
+
+Missing statistics (a file written without them) count as "could be anything":
+the file's partition is read. Everything here is plain Python over the log (via
+the `deltalake` package), so it is also cheap to test exhaustively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from waterline.engine import columns as C
+
+
+@dataclass(frozen=True)
+class HeldFile:
+    """One held data file as the Delta log describes it; None means "no statistic"."""
+
+    partition: str
+    records: int | None
+    seq_min: int | None
+    seq_max: int | None
+    tau_min: dict[str, int | None]
+    tau_max: dict[str, int | None]
+    last_max: dict[str, int | None]
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """A tier's outlook at W from statistics: what is known, and which partitions to read."""
+
+    open_partitions: frozenset[str]
+    pending: int  # versions with takeover > W in files outside open_partitions
+    next_due: int | None  # min takeover among those versions
+
+
+def read_held_files(path: str, tiers: Iterable[str]) -> list[HeldFile]:
+    """The held table's current files with the statistics a release needs."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pydict()
+    n = len(actions["path"])
+
+    def column(name: str) -> list:
+        return actions.get(name, [None] * n)
+
+    tiers = list(tiers)
+    partitions = column(f"partition.{C.PARTITION}")
+    records = column("num_records")
+    seq_min, seq_max = column(f"min.{C.SEQ}"), column(f"max.{C.SEQ}")
+    stats = {
+        t: (column(f"min.{C.tau(t)}"), column(f"max.{C.tau(t)}"), column(f"max.{C.last(t)}")) for t in tiers
+    }
+    return [
+        HeldFile(
+            partition=partitions[i], records=records[i], seq_min=seq_min[i], seq_max=seq_max[i],
+            tau_min={t: stats[t][0][i] for t in tiers},
+            tau_max={t: stats[t][1][i] for t in tiers},
+            last_max={t: stats[t][2][i] for t in tiers},
+        )
+        for i in range(n)
+    ]
+
+
+def _le(value: int | None, bound: int) -> bool:
+    """value <= bound, where a missing statistic never proves it."""
+    return value is not None and value <= bound
+
+
+def _gt(value: int | None, bound: int) -> bool:
+    return value is not None and value > bound
+
+
+def candidate_partitions(files: Sequence[HeldFile], tier: str, *, low: int, s0: int, w: int) -> list[str]:
+    """Partitions that may hold a version due by `w` and either new since `s0` or with a
+    boundary in (low, w]: a superset of the exact candidates, which the release computes."""
+    out = set()
+    for f in files:
+        if _gt(f.tau_min[tier], w):
+            continue  # nothing in the file is due yet
+        new = not _le(f.seq_max, s0)
+        crosses = not _le(f.last_max[tier], low)
+        if new or crosses:
+            out.add(f.partition)
+    return sorted(out)
+
+
+def outlook(files: Sequence[HeldFile], tier: str, *, w: int, seq: int) -> Outlook:
+    """Pending versions and next boundary after `w` from the files statistics settle."""
+    pending_files: list[HeldFile] = []
+    open_partitions: set[str] = set()
+    for f in files:
+        if _gt(f.seq_min, seq):
+            continue  # written after the release's ingest sequence: not part of this release
+        if f.records is not None and _le(f.seq_max, seq) and _gt(f.tau_min[tier], w):
+            pending_files.append(f)  # every version takes over after w
+        elif _le(f.tau_max[tier], w) and _le(f.last_max[tier], w):
+            continue  # every boundary is behind w: the file can never matter again
+        else:
+            open_partitions.add(f.partition)
+    settled = [f for f in pending_files if f.partition not in open_partitions]
+    return Outlook(
+        open_partitions=frozenset(open_partitions),
+        pending=sum(f.records or 0 for f in settled),
+        next_due=min((f.tau_min[tier] for f in settled), default=None),
+    )
+
+
+def held_partitions(path: str) -> set[str]:
+    """Partitions the held table has files in (from the log, no data read)."""
+    return {f.partition for f in read_held_files(path, [])}
