@@ -47,11 +47,16 @@ def compile_tiers(spark: "SparkSession", spec: "FeedSpec", df: "DataFrame") -> d
 
 
 def last_boundary_sql(vis_col: str) -> str:
-    """SQL for the greatest finite boundary of a visibility array (NEG_INF if none)."""
+    """SQL for the greatest finite boundary of a visibility array (NEG_INF if none).
+
+    Intervals are sorted and disjoint, so it is the last interval's end if finite,
+    else that interval's start if finite (no lambda: Spark would interpret it per row).
+    """
+    last = f"try_element_at({vis_col}, -1)"
     return (
-        f"aggregate({vis_col}, CAST({NEG_INF} AS BIGINT), (acc, i) -> greatest(acc, "
-        f"CASE WHEN i.start > {NEG_INF} THEN i.start ELSE {NEG_INF} END, "
-        f"CASE WHEN i.`end` < {POS_INF} THEN i.`end` ELSE {NEG_INF} END))"
+        f"CASE WHEN size({vis_col}) = 0 THEN CAST({NEG_INF} AS BIGINT) "
+        f"WHEN {last}.`end` < {POS_INF} THEN {last}.`end` "
+        f"WHEN {last}.start > {NEG_INF} THEN {last}.start ELSE CAST({NEG_INF} AS BIGINT) END"
     )
 
 

@@ -69,12 +69,21 @@ def _non_empty_intervals(branches: Sequence["Branch"]) -> str:
     return f"filter(array({items}), _wl_i -> _wl_i.`start` < _wl_i.`end`)"
 
 
+def _single_interval(branch: "Branch") -> str:
+    """A one-branch policy's visibility without lambdas (Spark interprets those row by row)."""
+    interval = render_branch(branch)
+    return (
+        f"CASE WHEN ({interval}) IS NOT NULL AND ({interval}).`start` < ({interval}).`end` "
+        f"THEN array({interval}) ELSE {_EMPTY_VIS} END"
+    )
+
+
 def render_vis(branches: Sequence["Branch"]) -> str:
     """Spark SQL ARRAY<STRUCT<start, end>>: sorted, disjoint, merged µs intervals."""
     if not branches:
         return _EMPTY_VIS
     if len(branches) == 1:
-        return _non_empty_intervals(branches)
+        return _single_interval(branches[0])
     sorted_intervals = f"sort_array({_non_empty_intervals(branches)})"
     null_interval = f"CAST(NULL AS {INTERVAL_TYPE})"
     zero = f"named_struct('done', {_EMPTY_VIS}, 'cur', {null_interval})"
@@ -100,6 +109,12 @@ def render_tau(branches: Sequence["Branch"], vis: str | None = None) -> str:
     if vis is None:
         if not branches:
             return _NEG_INF_SQL
+        if len(branches) == 1:
+            interval = render_branch(branches[0])
+            return (
+                f"CASE WHEN ({interval}) IS NOT NULL AND ({interval}).`start` < ({interval}).`end` "
+                f"THEN ({interval}).`start` ELSE {_NEG_INF_SQL} END"
+            )
         # Merging never moves the earliest start, so skip it here.
         vis = _non_empty_intervals(branches)
     return f"coalesce(array_min(transform({vis}, _wl_i -> _wl_i.`start`)), {_NEG_INF_SQL})"
