@@ -109,3 +109,56 @@ def test_late_data_is_published_at_next_release(spark, tmp_path):
     assert set(read_tier(spark, spec, "d15")) == {("a", 1), ("a", 2)}
     repeat = release(spark, spec, as_of_us=parse_instant("2026-01-01T11:00:00Z"), clock=clock)
     assert not any(t.changed for t in repeat.tiers.values())
+
+
+def test_changed_nulls_are_changes_identical_output_writes_nothing(spark, tmp_path):
+    """Row hashes tell (NULL, 'x') from ('x', NULL); the fingerprint tells any change apart."""
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    clock = far_future_clock()
+    write_partition(tmp_path, "a", [_row(1, status=None, v="final"), _row(2)])
+    assert ingest(spark, spec, "a", clock=clock).versions_written == 2
+    write_partition(tmp_path, "a", [_row(1, status="final", v=None), _row(2)])
+    swapped = ingest(spark, spec, "a", clock=clock)
+    assert (swapped.updated, swapped.unchanged) == (1, 1)
+    write_partition(tmp_path, "a", [_row(2), _row(1, status="final", v=None)])  # same rows, new order
+    assert ingest(spark, spec, "a", clock=clock).versions_written == 0
+
+
+def test_foreign_commit_forces_a_full_diff(spark, tmp_path):
+    """A row deleted from held by hand is restored by the next ingest: the fingerprint of the
+    partition's last ingest is only trusted when no foreign commit touched rows since."""
+    from deltalake import DeltaTable
+
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    clock = far_future_clock()
+    write_partition(tmp_path, "a", [_row(1), _row(2)])
+    ingest(spark, spec, "a", clock=clock)
+    spark.sql(f"DELETE FROM delta.`{spec.held_path}` WHERE id = 1")
+    again = ingest(spark, spec, "a", clock=clock)
+    assert (again.inserted, again.unchanged) == (1, 1)
+    assert DeltaTable(spec.held_path).to_pyarrow_table().num_rows == 2
+
+
+def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_path):
+    """Delta's default statistics stop at 32 columns; releases prune by tau/last/seq, so the
+    held table keeps statistics for exactly those, however wide the payload."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from waterline.engine.ingest import ingest
+
+    wide = ", ".join(f"'w' AS c{i}" for i in range(40))
+    spec = make_spec(tmp_path, TIERS, transform=f"SELECT id, event_time, v, {wide} FROM source")
+    write_partition(tmp_path, "a", [_row(1), _row(2)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    table = DeltaTable(spec.held_path)
+    stats_columns = table.metadata().configuration["delta.dataSkippingStatsColumns"].split(",")
+    assert sorted(stats_columns) == sorted(
+        ["_wl_seq", "_wl_tau__rt", "_wl_last__rt", "_wl_tau__d15", "_wl_last__d15"]
+    )
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    assert all(a["min._wl_tau__d15"] is not None and a["max._wl_last__d15"] is not None for a in actions)

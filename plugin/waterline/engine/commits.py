@@ -66,6 +66,29 @@ def states_since(path: str, *, key: str, after: int) -> list[dict[str, Any]]:
         depth *= 10  # a long run of ingests since the last release: look further back
 
 
+# Commits that never change which rows a table holds; anything else unknown (a RESTORE,
+# a DELETE by hand) ends a search for the last state of a partition.
+_ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"}
+
+
+def last_ingest_state(path: str, partition: str, *, depth: int = _HISTORY_DEPTH) -> dict[str, Any] | None:
+    """The state of the newest ingest commit of ``partition`` among the last ``depth``
+    commits, or None if it is older, absent, or a foreign commit may have changed rows since."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return None
+    for commit in DeltaTable(path).history(depth):
+        state = parse_state(commit.get("userMetadata"))
+        if state is None:
+            if commit.get("operation") in _ROW_PRESERVING:
+                continue
+            return None
+        if state.get("op") == "ingest" and state.get("partition") == partition:
+            return state
+    return None
+
+
 def table_version(path: str) -> int | None:
     from deltalake import DeltaTable
 

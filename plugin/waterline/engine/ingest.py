@@ -5,23 +5,34 @@ removal version, unchanged rows get none; an identical re-run appends nothing.
 All of it lands in one Delta commit that also advances the feed's ingest
 sequence, under the feed lease, so a crash at any point leaves either the old
 or the new state, and a re-run converges.
+
+Spark work per ingest: one aggregate pass (counts, event times, takeovers and
+the output's fingerprint, see `profile`); if the fingerprint equals the one
+the partition's last ingest committed, that is all. Otherwise a duplicate-key
+check and the write; a partition held already has is diffed against its
+current versions first (a cached join), a new one is written as is.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from waterline.clock import SystemClock
 from waterline.engine import columns as C
 from waterline.engine import faults
-from waterline.engine.commits import commit_state, record_state, table_exists
+from waterline.engine.commits import commit_state, last_ingest_state, record_state, table_exists
 from waterline.engine.event_time import advance_sources, event_waterline
+from waterline.engine.held_files import held_partitions
 from waterline.engine.lease import feed_lease
-from waterline.engine.sqltext import sql_string
+from waterline.engine.profile import Profile, profile, row_hash
 from waterline.engine.results import IngestResult
 from waterline.engine.schedule import compile_tiers, removal_schedule, with_schedule
-from waterline.engine.source import SOURCE_COLUMN, read_output
-from waterline.engine.tables import ensure_tier_tables, held_state, payload_schema, read_delta
+from waterline.engine.source import read_output
+from waterline.engine.sqltext import sql_string
+from waterline.engine.tables import (
+    creating_held_table, ensure_tier_tables, held_state, payload_schema, read_delta, table_schema,
+)
 from waterline.engine.validate import (
     REASON, check_columns, check_duplicates, check_schema, parse_event_time, reason_column,
 )
@@ -53,99 +64,99 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     check_columns(spec, raw)
     payload = [c for c in raw.columns if not C.is_system(c)]
     parsed = parse_event_time(spec, raw)
-    if table_exists(spec.held_path):
-        check_schema(spec, read_delta(spark, spec.held_path).schema, parsed.schema)
+    held_exists = table_exists(spec.held_path)
+    if held_exists:
+        check_schema(spec, table_schema(spec.held_path), parsed.schema)
     plans = compile_tiers(spark, spec, parsed.select(payload))
 
     late_before = state.get("event_w") if spec.waterline.mode == "event" else None
     rows = parsed.withColumn(REASON, reason_column(spec, late_before))
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    prof = profile(spec, rows, payload, plans)
+    sources, event_w = state.get("sources", {}), state.get("event_w")
+    if spec.waterline.mode == "event":
+        sources = advance_sources(spec, sources, prof.max_event_by_source, now)
+        event_w = event_waterline(spec, sources, state.get("event_w"), now)
+    new_state = {
+        "op": "ingest", "seq": state.get("seq", 0), "partition": partition, "versions": 0,
+        "min_tau": {t: None for t in spec.tiers}, "fingerprint": prof.fingerprint,
+        "sources": sources, "event_w": event_w,
+    }
+    nothing = {"total": 0, "insert": 0, "update": 0, "remove": 0, "min_tau": new_state["min_tau"]}
+    previous = last_ingest_state(spec.held_path, partition) if held_exists else None
+    if previous is not None and previous.get("fingerprint") == prof.fingerprint:
+        # The output is the one this partition's last ingest committed: no row can differ.
+        _commit(spark, spec, new_state, None, state)
+        return _result(spec, partition, prof, nothing, None, event_w, now)
+
+    valid = rows.filter(F.col(REASON).isNull())
+    check_duplicates(spec, partition, valid)
+    fresh = not held_exists or partition not in held_partitions(spec.held_path)
+    versions = _versions(spark, spec, partition, valid.select(*payload), plans, fresh=fresh)
+    if not fresh:  # the diff is counted before the write, which reuses it
+        versions = versions.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        valid = rows.filter(F.col(REASON).isNull())
-        check_duplicates(spec, partition, valid)
-        stats = _row_stats(spec, rows)
-        versions = _versions(spark, spec, partition, valid.select(*payload), plans).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
-        try:
+        if fresh:  # every valid row is an insert: the profile has counted them
+            counts = dict(nothing, total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
+        else:
             counts = _version_counts(spec, versions)
-            seq = state.get("seq", 0) + 1
-            sources, event_w = state.get("sources", {}), state.get("event_w")
-            if spec.waterline.mode == "event":
-                sources = advance_sources(spec, sources, stats["max_event_by_source"], now)
-                event_w = event_waterline(spec, sources, state.get("event_w"), now)
-            _write_quarantine(spark, spec, partition, rows, now, quarantine=stats["quarantined"] > 0)
-            written = counts["total"] > 0
-            new_state = {
-                "op": "ingest", "seq": seq if written else state.get("seq", 0), "partition": partition,
-                "versions": counts["total"], "min_tau": counts["min_tau"],
-                "sources": sources, "event_w": event_w,
-            }
-            faults.boundary(faults.INGEST_BEFORE_COMMIT)
-            if written:
-                with commit_state(spark, new_state):
-                    (
-                        versions.drop(_KIND).withColumn(C.SEQ, F.lit(seq).cast("bigint"))
-                        .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
-                    )
-            elif table_exists(spec.held_path) and (event_w, sources) != (state.get("event_w"), state.get("sources", {})):
-                record_state(spark, spec.held_path, new_state)  # event time moved, no version to write
-            faults.boundary(faults.INGEST_AFTER_COMMIT)
-            ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
-        finally:
-            versions.unpersist()
+        _write_quarantine(spark, spec, partition, rows, now, quarantine=prof.quarantined > 0)
+        seq = state.get("seq", 0) + 1 if counts["total"] else None
+        if seq is not None:
+            new_state.update(seq=seq, versions=counts["total"], min_tau=counts["min_tau"])
+        faults.boundary(faults.INGEST_BEFORE_COMMIT)
+        _commit(spark, spec, new_state, versions if seq is not None else None, state)
+        faults.boundary(faults.INGEST_AFTER_COMMIT)
+        ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
     finally:
-        rows.unpersist()
+        if not fresh:
+            versions.unpersist()
+    return _result(spec, partition, prof, counts, seq, event_w, now)
+
+
+def _commit(spark, spec, new_state: dict, versions: "DataFrame | None", old_state: dict) -> None:
+    """Append the versions and the new state in one commit, or record a moved event time."""
+    from pyspark.sql import functions as F
+
+    if versions is not None:
+        creating = creating_held_table(spark, spec) if not table_exists(spec.held_path) else nullcontext()
+        with commit_state(spark, new_state), creating:
+            (
+                versions.drop(_KIND).withColumn(C.SEQ, F.lit(new_state["seq"]).cast("bigint"))
+                .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
+            )
+    elif table_exists(spec.held_path) and (new_state["event_w"], new_state["sources"]) != (
+        old_state.get("event_w"), old_state.get("sources", {})
+    ):
+        record_state(spark, spec.held_path, new_state)  # event time moved, no version to write
+
+
+def _result(spec, partition, prof: Profile, counts: dict, seq, event_w, now) -> IngestResult:
     due = [t for t in counts["min_tau"].values() if t is not None]
     return IngestResult(
-        feed=spec.feed, partition=partition, seq=seq if written else None,
-        rows_read=stats["rows"], versions_written=counts["total"], inserted=counts["insert"],
+        feed=spec.feed, partition=partition, seq=seq,
+        rows_read=prof.rows, versions_written=counts["total"], inserted=counts["insert"],
         updated=counts["update"], removed=counts["remove"],
-        unchanged=stats["valid"] - counts["insert"] - counts["update"],
-        quarantined=stats["quarantined"], late_dropped=stats["late_dropped"],
+        unchanged=prof.valid - counts["insert"] - counts["update"],
+        quarantined=prof.quarantined, late_dropped=prof.late_dropped,
         event_waterline_us=event_w, next_due_us=max(min(due), now) if due else None,
     )
 
 
-def _row_stats(spec: "FeedSpec", rows: "DataFrame") -> dict:
-    """One pass over the output: counts and per-source max event time of valid rows."""
-    from pyspark.sql import functions as F
-
-    late_drop = F.col(REASON).startswith("late") & F.lit(spec.late == "drop")
-    source = F.col(SOURCE_COLUMN) if SOURCE_COLUMN in rows.columns else F.lit("*")
-    grouped = rows.groupBy(source.alias("s")).agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.when(F.col(REASON).isNull(), 1)).alias("valid"),
-        F.count(F.when(F.col(REASON).isNotNull() & ~late_drop, 1)).alias("quarantined"),
-        F.count(F.when(late_drop, 1)).alias("late_dropped"),
-        F.max(F.when(F.col(REASON).isNull(), F.expr(f"unix_micros(`{spec.event_time}`)"))).alias("max_event"),
-    ).collect()
-    by_source = {r["s"]: r["max_event"] for r in grouped if r["max_event"] is not None}
-    if "*" in by_source:  # rows do not say which source they came from: credit every source
-        by_source = {name: by_source["*"] for name in spec.sources}
-    return {
-        "rows": sum(r["rows"] for r in grouped),
-        "valid": sum(r["valid"] for r in grouped),
-        "quarantined": sum(r["quarantined"] for r in grouped),
-        "late_dropped": sum(r["late_dropped"] for r in grouped),
-        "max_event_by_source": by_source,
-    }
-
-
-def _versions(spark, spec: "FeedSpec", partition: str, new: "DataFrame", plans) -> "DataFrame":
-    """Diff the partition's new output against its current versions in the held table."""
+def _versions(spark, spec: "FeedSpec", partition: str, new: "DataFrame", plans, *, fresh: bool) -> "DataFrame":
+    """Diff the partition's new output against its current versions in the held table
+    (for a partition held has never seen, every row is an insert)."""
     from pyspark.sql import functions as F
 
     payload = new.columns
     keys = list(spec.key)
     tagged = (
-        new.withColumn(C.HASH, F.sha2(F.to_json(F.struct(*[F.col(c) for c in payload])), 256))
+        new.withColumn(C.HASH, row_hash(new, payload))
         .withColumn(C.PARTITION, F.lit(partition))
         .withColumn(C.REMOVED, F.lit(False))
         .withColumn(_KIND, F.lit("insert"))
     )
     tagged = with_schedule(tagged, plans)
-    if not table_exists(spec.held_path):
+    if fresh:
         return _finish(tagged)
     current = (
         read_delta(spark, spec.held_path)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from waterline.engine import columns as C
 from waterline.engine.commits import commit_state, latest_state, table_exists
@@ -15,6 +16,30 @@ if TYPE_CHECKING:
 
 TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
 INITIAL_TIER_STATE: dict[str, Any] = {"w": None, "seq": 0, "hold": False, "next_due": None, "pending": 0}
+_STATS_COLUMNS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
+
+
+def held_stats_columns(spec: "FeedSpec") -> list[str]:
+    """The held columns releases prune by: ingest sequence, takeover and last boundary per tier."""
+    return [C.SEQ] + [c for t in spec.tiers for c in (C.tau(t), C.last(t))]
+
+
+@contextmanager
+def creating_held_table(spark: "SparkSession", spec: "FeedSpec") -> Iterator[None]:
+    """A held table created inside the block keeps file statistics for the pruning columns only.
+
+    Delta collects statistics on the first 32 columns by default, which a wide
+    payload would fill before the system columns; releases depend on these.
+    """
+    previous = spark.conf.get(_STATS_COLUMNS_DEFAULT, None)
+    spark.conf.set(_STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec)))
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(_STATS_COLUMNS_DEFAULT)
+        else:
+            spark.conf.set(_STATS_COLUMNS_DEFAULT, previous)
 
 
 def held_state(spec: "FeedSpec") -> dict[str, Any]:
@@ -49,6 +74,16 @@ def ensure_tier_tables(spark: "SparkSession", spec: "FeedSpec", payload: "Struct
                 spark.createDataFrame([], schema).write.format("delta")
                 .partitionBy(C.PARTITION).mode("errorifexists").save(path)
             )
+
+
+def table_schema(path: str) -> "StructType":
+    """A Delta table's schema as Spark types, from the log (no JVM, no data read)."""
+    import json
+
+    from deltalake import DeltaTable
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson(json.loads(DeltaTable(path).schema().to_json()))
 
 
 def read_delta(spark: "SparkSession", path: str) -> "DataFrame":
