@@ -87,6 +87,7 @@ def test_hold_keeps_the_tier_then_resume_catches_up(spark, tmp_path):
     hold(spark, spec, "d15")
     result = release(spark, spec, clock=clock)
     assert result.tiers["d15"].held and read_tier(spark, spec, "d15") == {}
+    assert result.tiers["d15"].w_us is None  # never released: no W_T to report
     assert read_feed_state(spec, clock=clock).tiers["d15"].hold
     resume(spark, spec, "d15")
     release(spark, spec, clock=clock)

@@ -125,7 +125,7 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             )
             yield MaterializeResult(
                 asset_key=keys[tier],
-                data_version=DataVersion(str(tier_result.w_us)),
+                data_version=None if tier_result.w_us is None else DataVersion(str(tier_result.w_us)),
                 metadata=md.release_metadata(spec, tier, tier_result, now_us=now, seconds=seconds),
             )
 

@@ -103,7 +103,7 @@ def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq:
     state = tier_state(spec, tier)
     w0, s0 = state["w"], state["seq"]
     if state["hold"]:
-        return TierRelease(tier=tier, w_us=w0 if w0 is not None else NEG_INF, previous_w_us=w0, seq=s0, held=True)
+        return TierRelease(tier=tier, w_us=w0, previous_w_us=w0, seq=s0, held=True)
     if C.tau(tier) not in held.columns:
         raise WaterlineError(
             f"feed {spec.feed}: tier {tier} is newer than the held data; re-ingest the partitions to schedule it"

@@ -31,7 +31,7 @@ class IngestResult(_Result):
 @dataclass(frozen=True)
 class TierRelease(_Result):
     tier: str
-    w_us: int  # W_T after the release
+    w_us: int | None  # W_T after the release; None for a tier on hold that was never released
     previous_w_us: int | None
     seq: int
     released: int = 0
