@@ -83,8 +83,8 @@ class Phases:
 RELEASE_PHASES = Phases(
     {
         "waterline.engine.release": [
-            "held_state", "tier_state", "_candidate_partitions", "_outlook", "_apply_with_retries",
-            "_merge", "_merge_metrics", "record_state", "table_exists", "table_version",
+            "held_state", "tier_state", "read_held_files", "candidate_partitions", "_outlook",
+            "_apply_with_retries", "_merge", "_merge_metrics", "record_state", "table_exists", "table_version",
         ],
     },
     {"waterline.engine.release": ["commit_state"]},
@@ -92,8 +92,9 @@ RELEASE_PHASES = Phases(
 INGEST_PHASES = Phases(
     {
         "waterline.engine.ingest": [
-            "held_state", "read_output", "check_schema", "compile_tiers", "check_duplicates", "_row_stats",
-            "_versions", "_version_counts", "_write_quarantine", "ensure_tier_tables",
+            "held_state", "read_output", "check_schema", "compile_tiers", "profile", "last_ingest_state",
+            "check_duplicates", "held_partitions", "_versions", "_version_counts", "_write_quarantine",
+            "_commit", "ensure_tier_tables",
         ],
     },
     {"waterline.engine.ingest": ["commit_state"]},
