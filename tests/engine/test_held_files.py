@@ -94,3 +94,14 @@ def test_candidate_partitions_cover_every_candidate(fs, low, dw, s0):
         crossed = any(low < b <= w for iv in v for b in iv)
         if tau <= w and (s > s0 or crossed):
             assert partition in got
+
+
+def test_single_ingest_partitions_need_every_file_from_one_seq():
+    def f(partition, lo, hi):
+        return HeldFile(partition=partition, records=1, seq_min=lo, seq_max=hi,
+                        tau_min={}, tau_max={}, last_max={})
+
+    files = [f("a", 3, 3), f("a", 3, 3), f("b", 1, 1), f("b", 2, 2), f("c", 1, 2), f("d", None, None), f("e", 4, 4)]
+    from waterline.engine.held_files import single_ingest_partitions
+
+    assert single_ingest_partitions(files) == {"a", "e"}

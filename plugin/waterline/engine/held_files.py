@@ -123,3 +123,17 @@ def outlook(files: Sequence[HeldFile], tier: str, *, w: int, seq: int) -> Outloo
 def held_partitions(path: str) -> set[str]:
     """Partitions the held table has files in (from the log, no data read)."""
     return {f.partition for f in read_held_files(path, [])}
+
+
+def single_ingest_partitions(files: Sequence[HeldFile]) -> set[str]:
+    """Partitions whose every file holds versions of one and the same ingest.
+
+    An ingest writes at most one version per identity, so in these partitions
+    each identity has a single version: it governs as soon as it is due, and a
+    release needs no grouping to find it.
+    """
+    seqs: dict[str, set] = {}
+    for f in files:
+        exact = f.seq_min is not None and f.seq_min == f.seq_max
+        seqs.setdefault(f.partition, set()).add(f.seq_min if exact else None)
+    return {p for p, s in seqs.items() if len(s) == 1 and None not in s}

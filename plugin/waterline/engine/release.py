@@ -22,7 +22,9 @@ from waterline.engine import columns as C
 from waterline.engine import faults
 from waterline.engine.commits import commit_state, last_commit_metrics, record_state, table_exists, table_version
 from waterline.engine.event_time import target_waterline
-from waterline.engine.held_files import HeldFile, candidate_partitions, outlook, read_held_files
+from waterline.engine.held_files import (
+    HeldFile, candidate_partitions, outlook, read_held_files, single_ingest_partitions,
+)
 from waterline.engine.lease import feed_lease
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import ReleaseResult, TierRelease
@@ -87,11 +89,12 @@ def release(spark: "SparkSession", spec: "FeedSpec", *, as_of_us: int | None = N
             if steps:
                 files = read_held_files(spec.held_path, spec.tiers)
                 outlooks = _outlook(held, files, steps)
+                single = single_ingest_partitions(files)
                 for i, step in enumerate(steps):
                     faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
                     partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.s0, w=step.w)
                     results[step.tier] = _apply_with_retries(
-                        spark, spec, step, held, partitions, *outlooks[step.tier]
+                        spark, spec, step, held, partitions, single, *outlooks[step.tier]
                     )
         results = {t: results[t] for t in spec.tiers if t in results}
         w = max([target] + [r.w_us for r in results.values() if not r.held])
@@ -114,17 +117,17 @@ def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq:
     return _TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq)
 
 
-def _apply_with_retries(spark, spec, step, held, partitions, next_due, pending) -> TierRelease:
+def _apply_with_retries(spark, spec, step, held, partitions, single, next_due, pending) -> TierRelease:
     for attempt in range(_RETRIES):
         try:
-            return _apply(spark, spec, step, held, partitions, next_due, pending)
+            return _apply(spark, spec, step, held, partitions, single, next_due, pending)
         except Exception as exc:  # Delta's optimistic concurrency: recompute from the new state
             if attempt == _RETRIES - 1 or "Concurrent" not in type(exc).__name__ + str(exc)[:200]:
                 raise
     raise AssertionError("unreachable")
 
 
-def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, next_due, pending) -> TierRelease:
+def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, single, next_due, pending) -> TierRelease:
     """Commit the tier's new rows and its new (W_T, seq) together."""
     from pyspark.sql import functions as F
 
@@ -137,7 +140,7 @@ def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, next_due,
     path = spec.tier_path(step.tier)
     before = table_version(path)
     if partitions:
-        desired = _desired(held, step, keys, payload, partitions).cache()
+        desired = _desired(held, step, keys, payload, partitions, single).cache()
         try:
             reasons = {
                 r[_REASON]: r["n"] for r in desired.groupBy(_REASON).agg(F.count(F.lit(1)).alias("n")).collect()
@@ -159,27 +162,37 @@ def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, next_due,
     )
 
 
-def _desired(held, step: _TierStep, keys, payload, partitions) -> "DataFrame":
+def _desired(held, step: _TierStep, keys, payload, partitions, single) -> "DataFrame":
     """The tier rows the candidates must have at W: DESIGN.md rule 3, per identity.
 
     One grouping over the due versions of the candidate partitions finds both
     whether an identity is a candidate and its governing version (the due
     version with the greatest seq); file statistics prune versions not yet due.
+    In partitions written by a single ingest each identity has one version, so
+    a due candidate version governs as it is, without the grouping's shuffle.
     """
     from pyspark.sql import functions as F
 
     tier, w = step.tier, step.w
     carried = [c for c in payload if c not in keys[1:]] + [C.SEQ, C.REMOVED, C.vis(tier)]
-    governing = (
-        held.filter(F.col(C.PARTITION).isin(partitions) & (F.col(C.tau(tier)) <= w))
-        .groupBy(*keys)
-        .agg(
-            F.max(step.candidate_filter()).alias("_wl_candidate"),
-            F.max_by(F.struct(*[F.col(c) for c in carried]), F.col(C.SEQ)).alias("_g"),
+    due = held.filter(F.col(C.tau(tier)) <= w)
+    grouped = [p for p in partitions if p not in single]
+    direct = [p for p in partitions if p in single]
+    parts = []
+    if grouped:
+        parts.append(
+            due.filter(F.col(C.PARTITION).isin(grouped))
+            .groupBy(*keys)
+            .agg(
+                F.max(step.candidate_filter()).alias("_wl_candidate"),
+                F.max_by(F.struct(*[F.col(c) for c in carried]), F.col(C.SEQ)).alias("_g"),
+            )
+            .filter("_wl_candidate")
+            .select(*keys, "_g.*")
         )
-        .filter("_wl_candidate")
-        .select(*keys, "_g.*")
-    )
+    if direct:
+        parts.append(due.filter(F.col(C.PARTITION).isin(direct) & step.candidate_filter()).select(*keys, *carried))
+    governing = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     now_in = f"filter({C.vis(tier)}, i -> {w} >= i.start AND {w} < i.`end`)"
     return (
         governing.withColumn("_wl_now", F.expr(f"try_element_at({now_in}, 1)"))
