@@ -132,14 +132,19 @@ def parse_state(raw: str | None) -> dict[str, Any] | None:
 
 
 @contextmanager
-def commit_state(spark: "SparkSession", state: Mapping[str, Any]) -> Iterator[None]:
-    """Attach ``state`` to every Delta commit made inside the block."""
-    previous = spark.conf.get(_CONF, None)
-    spark.conf.set(_CONF, json.dumps({_TAG: dict(state)}, sort_keys=True, separators=(",", ":")))
+def temporary_conf(spark: "SparkSession", key: str, value: str) -> Iterator[None]:
+    """Set a Spark SQL conf for the block, then restore what was there."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
         if previous is None:
-            spark.conf.unset(_CONF)
+            spark.conf.unset(key)
         else:
-            spark.conf.set(_CONF, previous)
+            spark.conf.set(key, previous)
+
+
+def commit_state(spark: "SparkSession", state: Mapping[str, Any]):
+    """Attach ``state`` to every Delta commit made inside the block (a context manager)."""
+    return temporary_conf(spark, _CONF, json.dumps({_TAG: dict(state)}, sort_keys=True, separators=(",", ":")))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from waterline.engine import columns as C
-from waterline.engine.commits import commit_state, latest_state, table_exists
+from waterline.engine.commits import commit_state, latest_state, table_exists, temporary_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -24,22 +23,14 @@ def held_stats_columns(spec: "FeedSpec") -> list[str]:
     return [C.SEQ] + [c for t in spec.tiers for c in (C.tau(t), C.last(t))]
 
 
-@contextmanager
-def creating_held_table(spark: "SparkSession", spec: "FeedSpec") -> Iterator[None]:
-    """A held table created inside the block keeps file statistics for the pruning columns only.
+def creating_held_table(spark: "SparkSession", spec: "FeedSpec"):
+    """A held table created inside this block (a context manager) keeps file statistics
+    for the pruning columns only.
 
     Delta collects statistics on the first 32 columns by default, which a wide
     payload would fill before the system columns; releases depend on these.
     """
-    previous = spark.conf.get(_STATS_COLUMNS_DEFAULT, None)
-    spark.conf.set(_STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec)))
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_STATS_COLUMNS_DEFAULT)
-        else:
-            spark.conf.set(_STATS_COLUMNS_DEFAULT, previous)
+    return temporary_conf(spark, _STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec)))
 
 
 def held_state(spec: "FeedSpec") -> dict[str, Any]:
