@@ -85,7 +85,7 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     previous = last_ingest_state(spec.held_path, partition) if held_exists else None
     if previous is not None and previous.get("fingerprint") == prof.fingerprint:
         # The output is the one this partition's last ingest committed: no row can differ.
-        _commit(spark, spec, new_state, None, state)
+        _commit(spark, spec, new_state, None, state, held_exists=held_exists)
         return _result(spec, partition, prof, nothing, None, event_w, now)
 
     valid = rows.filter(F.col(REASON).isNull())
@@ -104,7 +104,7 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
         if seq is not None:
             new_state.update(seq=seq, versions=counts["total"], min_tau=counts["min_tau"])
         faults.boundary(faults.INGEST_BEFORE_COMMIT)
-        _commit(spark, spec, new_state, versions if seq is not None else None, state)
+        _commit(spark, spec, new_state, versions if seq is not None else None, state, held_exists=held_exists)
         faults.boundary(faults.INGEST_AFTER_COMMIT)
         ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
     finally:
@@ -113,18 +113,20 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     return _result(spec, partition, prof, counts, seq, event_w, now)
 
 
-def _commit(spark, spec, new_state: dict, versions: "DataFrame | None", old_state: dict) -> None:
-    """Append the versions and the new state in one commit, or record a moved event time."""
+def _commit(spark, spec, new_state: dict, versions: "DataFrame | None", old_state: dict, *, held_exists: bool) -> None:
+    """Append the versions and the new state in one commit, or record a moved event time.
+
+    `held_exists` was read under the feed lease, so it still holds: no second log read."""
     from pyspark.sql import functions as F
 
     if versions is not None:
-        creating = creating_held_table(spark, spec) if not table_exists(spec.held_path) else nullcontext()
+        creating = nullcontext() if held_exists else creating_held_table(spark, spec)
         with commit_state(spark, new_state), creating:
             (
                 versions.drop(_KIND).withColumn(C.SEQ, F.lit(new_state["seq"]).cast("bigint"))
                 .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
             )
-    elif table_exists(spec.held_path) and (new_state["event_w"], new_state["sources"]) != (
+    elif held_exists and (new_state["event_w"], new_state["sources"]) != (
         old_state.get("event_w"), old_state.get("sources", {})
     ):
         record_state(spark, spec.held_path, new_state)  # event time moved, no version to write
