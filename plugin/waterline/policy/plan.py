@@ -79,6 +79,19 @@ class ReleasePlan:
 
         return render_tau(self.branches, vis)
 
+    def single_interval_sql(self) -> tuple[str, str, str] | None:
+        """For a one-branch plan, Spark SQL ``(non_empty, start, end)``: the row is visible
+        for W in [start, end) when ``non_empty`` is TRUE, and never otherwise.
+
+        None for other plans (their visibility needs :meth:`vis_sql`'s array).
+        """
+        from waterline.policy.render import render_interval, render_non_empty
+
+        if len(self.branches) != 1:
+            return None
+        _, start, end = render_interval(self.branches[0])
+        return render_non_empty(self.branches[0]), start, end
+
     def describe(self) -> str:
         """The branches as a small query-plan-like text, for ``waterline plan``."""
         from waterline.policy.render import describe_plan

@@ -46,11 +46,11 @@ def _combine(function: str, parts: Sequence[str], default: str) -> str:
     return f"{function}({', '.join(parts)})"
 
 
-def render_branch(branch: "Branch") -> str:
-    """Spark SQL STRUCT<start, end> for one branch, NULL when its guard or a bound fails."""
+def render_interval(branch: "Branch") -> tuple[str, str, str]:
+    """Spark SQL ``(condition, start, end)`` of one branch: visible for W in [start, end)
+    when ``condition`` is TRUE (``start``/``end`` are BIGINT µs, non-NULL when it is)."""
     start = _combine("greatest", [_start(b) for b in branch.lowers], _NEG_INF_SQL)
     end = _combine("least", [_end(b) for b in branch.uppers], _POS_INF_SQL)
-    interval = f"named_struct('start', {start}, 'end', {end})"
     conditions = []
     if branch.guard is not None:
         conditions.append(f"coalesce(({branch.guard}), false)")
@@ -58,9 +58,20 @@ def render_branch(branch: "Branch") -> str:
         not_null = f"({bound.expr}) IS NOT NULL"
         if not_null not in conditions:
             conditions.append(not_null)
-    if not conditions:
-        return interval
-    return f"CASE WHEN {' AND '.join(conditions)} THEN {interval} END"
+    return (" AND ".join(conditions) if conditions else "TRUE"), start, end
+
+
+def render_branch(branch: "Branch") -> str:
+    """Spark SQL STRUCT<start, end> for one branch, NULL when its guard or a bound fails."""
+    condition, start, end = render_interval(branch)
+    interval = f"named_struct('start', {start}, 'end', {end})"
+    return interval if condition == "TRUE" else f"CASE WHEN {condition} THEN {interval} END"
+
+
+def render_non_empty(branch: "Branch") -> str:
+    """Spark SQL BOOLEAN: the branch's interval exists and is not empty."""
+    condition, start, end = render_interval(branch)
+    return f"({condition}) AND ({start}) < ({end})"
 
 
 def _non_empty_intervals(branches: Sequence["Branch"]) -> str:
@@ -71,10 +82,10 @@ def _non_empty_intervals(branches: Sequence["Branch"]) -> str:
 
 def _single_interval(branch: "Branch") -> str:
     """A one-branch policy's visibility without lambdas (Spark interprets those row by row)."""
-    interval = render_branch(branch)
+    _, start, end = render_interval(branch)
     return (
-        f"CASE WHEN ({interval}) IS NOT NULL AND ({interval}).`start` < ({interval}).`end` "
-        f"THEN array({interval}) ELSE {_EMPTY_VIS} END"
+        f"CASE WHEN {render_non_empty(branch)} "
+        f"THEN array(named_struct('start', {start}, 'end', {end})) ELSE {_EMPTY_VIS} END"
     )
 
 
@@ -110,11 +121,8 @@ def render_tau(branches: Sequence["Branch"], vis: str | None = None) -> str:
         if not branches:
             return _NEG_INF_SQL
         if len(branches) == 1:
-            interval = render_branch(branches[0])
-            return (
-                f"CASE WHEN ({interval}) IS NOT NULL AND ({interval}).`start` < ({interval}).`end` "
-                f"THEN ({interval}).`start` ELSE {_NEG_INF_SQL} END"
-            )
+            _, start, _ = render_interval(branches[0])
+            return f"CASE WHEN {render_non_empty(branches[0])} THEN {start} ELSE {_NEG_INF_SQL} END"
         # Merging never moves the earliest start, so skip it here.
         vis = _non_empty_intervals(branches)
     return f"coalesce(array_min(transform({vis}, _wl_i -> _wl_i.`start`)), {_NEG_INF_SQL})"
