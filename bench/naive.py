@@ -10,6 +10,7 @@ of the held table, which is what the incremental release avoids.
 from __future__ import annotations
 
 from waterline.engine import columns as C
+from waterline.engine.schedule import stored_vis_sql
 
 
 def naive_release(spark, spec, tier: str, w: int, seq: int, path: str) -> int:
@@ -18,11 +19,11 @@ def naive_release(spark, spec, tier: str, w: int, seq: int, path: str) -> int:
     held = spark.read.format("delta").load(spec.held_path)
     keys = [C.PARTITION, *spec.key]
     payload = [c for c in held.columns if not C.is_system(c) and c not in spec.key]
-    carried = payload + [C.SEQ, C.REMOVED, C.vis(tier)]
+    carried = [F.col(c) for c in payload + [C.SEQ, C.REMOVED]] + [F.expr(stored_vis_sql(tier)).alias(C.vis(tier))]
     due = (F.col(C.tau(tier)) <= w) & (F.col(C.SEQ) <= seq)
     governing = (
         held.groupBy(*keys)
-        .agg(F.max_by(F.when(due, F.struct(*[F.col(c) for c in carried])), F.when(due, F.col(C.SEQ))).alias("_g"))
+        .agg(F.max_by(F.when(due, F.struct(*carried)), F.when(due, F.col(C.SEQ))).alias("_g"))
         .filter(F.col("_g").isNotNull())
         .select(*keys, "_g.*")
     )

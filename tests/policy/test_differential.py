@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.policy import grammar
+from waterline.engine import columns as C
+from waterline.engine.schedule import last_boundary_sql, stored_vis_sql, with_schedule
 from waterline.policy import PolicyError, compile_policy
 
 pytestmark = pytest.mark.spark
@@ -82,6 +84,23 @@ def _evaluate(frame, plans):
     return with_vis.selectExpr(*outputs).collect()
 
 
+def _check_held_encoding(frame, plans):
+    """The held columns `with_schedule` writes (a NULL array for one-branch plans) decode,
+    through `stored_vis_sql`, to the plan's visibility, with its takeover and last boundary."""
+    tiers = {f"p{k}": plan for k, (_, plan) in enumerate(plans)}
+    held = with_schedule(frame, tiers)
+    checks = []
+    for t, plan in tiers.items():
+        want_vis = f"({plan.vis_sql()})"
+        checks.append(
+            f"coalesce(({stored_vis_sql(t)}) = {want_vis} AND {C.tau(t)} = ({plan.tau_sql()}) "
+            f"AND {C.last(t)} = ({last_boundary_sql(want_vis)}), false) AS ok_{t}"
+        )
+    for row in held.selectExpr("id", *checks).collect():
+        for k, (policy, _) in enumerate(plans):
+            assert row[f"ok_p{k}"], f"held encoding disagrees with the plan: policy {policy!r}, row id {row['id']}"
+
+
 def _check_structure(vis, tau, policy):
     starts_ends = [(i["start"], i["end"]) for i in vis]
     for start, end in starts_ends:
@@ -125,6 +144,7 @@ def test_plan_agrees_with_spark(interpreted, rows, policies):
                 f"plan disagrees with Spark: policy {policy!r}, row id {row['id']}, vis {row[f'vis_{k}']}"
             )
             cases += row[f"cases_{k}"]
+    _check_held_encoding(frame, plans)
     _totals["cases"] += cases
     _totals["policies"] += len(plans)
     _totals["seconds"] += time.monotonic() - began

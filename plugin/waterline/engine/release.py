@@ -26,6 +26,7 @@ from waterline.engine.held_files import (
     HeldFile, candidate_partitions, outlook, read_held_files, single_ingest_partitions,
 )
 from waterline.engine.lease import feed_lease
+from waterline.engine.schedule import stored_vis_sql
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import ReleaseResult, TierRelease
 from waterline.engine.tables import held_state, read_delta, tier_state
@@ -61,9 +62,14 @@ class _TierStep:
         from pyspark.sql import functions as F
 
         t, low, w = self.tier, self.low, self.w
-        due = F.col(C.tau(t)) <= w
+        tau, last = C.tau(t), C.last(t)
+        due = F.col(tau) <= w
+        # A NULL array is the single interval [tau, end) (see `stored_vis_sql`): no lambda.
         crossed = F.expr(
-            f"exists({C.vis(t)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w}))"
+            f"CASE WHEN {C.vis(t)} IS NULL "
+            f"THEN ({tau} > {low} AND {tau} <= {w}) OR ({last} <> {tau} AND {last} > {low} AND {last} <= {w}) "
+            f"ELSE exists({C.vis(t)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w})) "
+            "END"
         )
         return due & ((F.col(C.SEQ) > self.s0) | ((F.col(C.last(t)) > low) & crossed))
 
@@ -174,7 +180,8 @@ def _desired(held, step: _TierStep, keys, payload, partitions, single) -> "DataF
     from pyspark.sql import functions as F
 
     tier, w = step.tier, step.w
-    carried = [c for c in payload if c not in keys[1:]] + [C.SEQ, C.REMOVED, C.vis(tier)]
+    carried = [F.col(c) for c in payload if c not in keys[1:]] + [F.col(C.SEQ), F.col(C.REMOVED)]
+    carried.append(F.expr(stored_vis_sql(tier)).alias(C.vis(tier)))
     due = held.filter(F.col(C.tau(tier)) <= w)
     grouped = [p for p in partitions if p not in single]
     direct = [p for p in partitions if p in single]
@@ -185,7 +192,7 @@ def _desired(held, step: _TierStep, keys, payload, partitions, single) -> "DataF
             .groupBy(*keys)
             .agg(
                 F.max(step.candidate_filter()).alias("_wl_candidate"),
-                F.max_by(F.struct(*[F.col(c) for c in carried]), F.col(C.SEQ)).alias("_g"),
+                F.max_by(F.struct(*carried), F.col(C.SEQ)).alias("_g"),
             )
             .filter("_wl_candidate")
             .select(*keys, "_g.*")
@@ -254,10 +261,13 @@ def _outlook(held: "DataFrame", files: list[HeldFile], steps: list[_TierStep]) -
             t, w = step.tier, step.w
             open_ = F.col(C.PARTITION).isin(sorted(known[t].open_partitions)) & (F.col(C.last(t)) > w)
             still_open = still_open | open_
-            next_boundary = F.expr(
-                f"aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
+            tau, last = C.tau(t), C.last(t)
+            next_boundary = F.expr(  # a NULL array is [tau, end): see `stored_vis_sql`
+                f"CASE WHEN {C.vis(t)} IS NULL THEN (CASE WHEN {tau} > {w} THEN {tau} "
+                f"WHEN {last} <> {tau} AND {last} > {w} THEN {last} ELSE {POS_INF} END) "
+                f"ELSE aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
                 f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
-                f"ELSE {POS_INF} END))"
+                f"ELSE {POS_INF} END)) END"
             )
             aggs += [F.min(F.when(open_, next_boundary)).alias(f"n{i}"),
                      F.count(F.when(open_ & (F.col(C.tau(t)) > w), 1)).alias(f"p{i}")]
