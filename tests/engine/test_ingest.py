@@ -145,20 +145,23 @@ def test_foreign_commit_forces_a_full_diff(spark, tmp_path):
 
 def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_path):
     """Delta's default statistics stop at 32 columns; releases prune by tau/last/seq, so the
-    held table keeps statistics for exactly those, however wide the payload."""
+    held table keeps statistics for exactly those, however wide the payload. A struct column
+    (the row hash, and one in the payload) also gets one leaf, without which `deltalake`
+    would read no statistics at all."""
     import pyarrow as pa
     from deltalake import DeltaTable
 
     from waterline.engine.ingest import ingest
 
     wide = ", ".join(f"'w' AS c{i}" for i in range(40))
-    spec = make_spec(tmp_path, TIERS, transform=f"SELECT id, event_time, v, {wide} FROM source")
+    nested = "named_struct('inner', named_struct('x', id), 'y', v) AS `s-t`"
+    spec = make_spec(tmp_path, TIERS, transform=f"SELECT id, event_time, v, {nested}, {wide} FROM source")
     write_partition(tmp_path, "a", [_row(1), _row(2)])
     ingest(spark, spec, "a", clock=far_future_clock())
     table = DeltaTable(spec.held_path)
     stats_columns = table.metadata().configuration["delta.dataSkippingStatsColumns"].split(",")
     assert sorted(stats_columns) == sorted(
-        ["_wl_seq", "_wl_tau__rt", "_wl_last__rt", "_wl_tau__d15", "_wl_last__d15"]
+        ["_wl_seq", "_wl_tau__rt", "_wl_last__rt", "_wl_tau__d15", "_wl_last__d15", "`s-t`.inner.x", "_wl_hash.h1"]
     )
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     assert all(a["min._wl_tau__d15"] is not None and a["max._wl_last__d15"] is not None for a in actions)

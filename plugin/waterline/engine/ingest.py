@@ -65,8 +65,11 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     payload = [c for c in raw.columns if not C.is_system(c)]
     parsed = parse_event_time(spec, raw)
     held_exists = table_exists(spec.held_path)
-    if held_exists:
-        check_schema(spec, table_schema(spec.held_path), parsed.schema)
+    held_schema = table_schema(spec.held_path) if held_exists else None
+    if held_schema is not None:
+        check_schema(spec, held_schema, parsed.schema)
+    # Held tables from before the struct row hash keep their 32-hex-digit text hash.
+    hash_as_text = held_schema is not None and held_schema[C.HASH].dataType.typeName() == "string"
     plans = compile_tiers(spark, spec, parsed.select(payload))
 
     late_before = state.get("event_w") if spec.waterline.mode == "event" else None
@@ -91,7 +94,8 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     valid = rows.filter(F.col(REASON).isNull())
     check_duplicates(spec, partition, valid)
     fresh = not held_exists or partition not in held_partitions(spec.held_path)
-    versions = _versions(spark, spec, partition, valid.select(*payload), plans, fresh=fresh)
+    versions = _versions(spark, spec, partition, valid.select(*payload), plans, fresh=fresh,
+                         hash_as_text=hash_as_text)
     if not fresh:  # the diff is counted before the write, which reuses it
         versions = versions.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -120,7 +124,7 @@ def _commit(spark, spec, new_state: dict, versions: "DataFrame | None", old_stat
     from pyspark.sql import functions as F
 
     if versions is not None:
-        creating = nullcontext() if held_exists else creating_held_table(spark, spec)
+        creating = nullcontext() if held_exists else creating_held_table(spark, spec, versions.schema)
         with commit_state(spark, new_state), creating:
             (
                 versions.drop(_KIND).withColumn(C.SEQ, F.lit(new_state["seq"]).cast("bigint"))
@@ -144,7 +148,8 @@ def _result(spec, partition, prof: Profile, counts: dict, seq, event_w, now) -> 
     )
 
 
-def _versions(spark, spec: "FeedSpec", partition: str, new: "DataFrame", plans, *, fresh: bool) -> "DataFrame":
+def _versions(spark, spec: "FeedSpec", partition: str, new: "DataFrame", plans, *, fresh: bool,
+              hash_as_text: bool = False) -> "DataFrame":
     """Diff the partition's new output against its current versions in the held table
     (for a partition held has never seen, every row is an insert)."""
     from pyspark.sql import functions as F
@@ -152,7 +157,7 @@ def _versions(spark, spec: "FeedSpec", partition: str, new: "DataFrame", plans, 
     payload = new.columns
     keys = list(spec.key)
     tagged = (
-        new.withColumn(C.HASH, row_hash(new, payload))
+        new.withColumn(C.HASH, row_hash(new, payload, as_text=hash_as_text))
         .withColumn(C.PARTITION, F.lit(partition))
         .withColumn(C.REMOVED, F.lit(False))
         .withColumn(_KIND, F.lit("insert"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from waterline.engine.source import SOURCE_COLUMN
-from waterline.engine.validate import REASON
+from waterline.engine.validate import REASON, check_duplicates
 from waterline.semantics import NEG_INF
 
 if TYPE_CHECKING:
@@ -71,12 +71,40 @@ def row_hashes(df: "DataFrame", columns: Sequence[str]) -> tuple["Column", "Colu
     return F.xxhash64(*values), F.xxhash64(F.lit(_SALT), *values)
 
 
-def row_hash(df: "DataFrame", columns: Sequence[str]) -> "Column":
-    """`_wl_hash`: the pair as 32 hex digits; equal payloads, equal hashes."""
+def row_hash(df: "DataFrame", columns: Sequence[str], *, as_text: bool = False) -> "Column":
+    """`_wl_hash`: the pair as `STRUCT<h1: BIGINT, h2: BIGINT>`; equal payloads, equal hashes.
+
+    Held tables written before the struct (when it was 32 hex digits, which cost
+    the 1M-row write 0.3-0.7 s more) keep their type: ``as_text=True``.
+    """
     from pyspark.sql import functions as F
 
     h1, h2 = row_hashes(df, columns)
-    return F.concat(F.lpad(F.hex(h1), 16, "0"), F.lpad(F.hex(h2), 16, "0"))
+    if as_text:
+        return F.concat(F.lpad(F.hex(h1), 16, "0"), F.lpad(F.hex(h2), 16, "0"))
+    return F.struct(h1.alias("h1"), h2.alias("h2"))
+
+
+def _aggregates(spec: "FeedSpec", rows: "DataFrame", payload: Sequence[str],
+                plans: Mapping[str, "ReleasePlan"]) -> list["Column"]:
+    from pyspark.sql import functions as F
+
+    valid = F.col(REASON).isNull()
+    late_drop = F.col(REASON).startswith("late") & F.lit(spec.late == "drop")
+    h1, h2 = row_hashes(rows, [*payload, REASON])
+    return [
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(valid, 1)).alias("valid"),
+        F.count(F.when(~valid & ~late_drop, 1)).alias("quarantined"),
+        F.count(F.when(late_drop, 1)).alias("late_dropped"),
+        F.max(F.when(valid, F.expr(f"unix_micros(`{spec.event_time}`)"))).alias("max_event"),
+        F.bit_xor(h1).alias("x"),
+        # The sum of h2 in two 32-bit halves: exact in BIGINT (ANSI Spark raises on overflow)
+        # and cheaper than a DECIMAL(38) sum.
+        F.sum(F.shiftrightunsigned(h2, 32)).alias("sum_hi"),
+        F.sum(h2.bitwiseAND(F.lit(0xFFFFFFFF))).alias("sum_lo"),
+        *[F.min(F.when(valid, F.expr(plan.tau_sql()))).alias(f"tau_{i}") for i, plan in enumerate(plans.values())],
+    ]
 
 
 def profile(spec: "FeedSpec", rows: "DataFrame", payload: Sequence[str],
@@ -84,36 +112,52 @@ def profile(spec: "FeedSpec", rows: "DataFrame", payload: Sequence[str],
     """Aggregate `rows` (the output with its `_wl_reason`) in one Spark job."""
     from pyspark.sql import functions as F
 
-    valid = F.col(REASON).isNull()
-    late_drop = F.col(REASON).startswith("late") & F.lit(spec.late == "drop")
-    h1, h2 = row_hashes(rows, [*payload, REASON])
     source = F.col(SOURCE_COLUMN) if SOURCE_COLUMN in rows.columns else F.lit("*")
-    tiers = list(plans)
-    grouped = rows.groupBy(source.alias("s")).agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.when(valid, 1)).alias("valid"),
-        F.count(F.when(~valid & ~late_drop, 1)).alias("quarantined"),
-        F.count(F.when(late_drop, 1)).alias("late_dropped"),
-        F.max(F.when(valid, F.expr(f"unix_micros(`{spec.event_time}`)"))).alias("max_event"),
-        F.bit_xor(h1).alias("x"),
-        F.sum(h2.cast("decimal(38,0)")).alias("sum"),
-        *[F.min(F.when(valid, F.expr(plans[t].tau_sql()))).alias(f"tau_{i}") for i, t in enumerate(tiers)],
-    ).collect()
-    by_source = {r["s"]: r["max_event"] for r in grouped if r["max_event"] is not None}
+    grouped = rows.groupBy(source.alias("s")).agg(*_aggregates(spec, rows, payload, plans)).collect()
+    return _combine(spec, rows, payload, plans, [r.asDict() for r in grouped])
+
+
+def profile_checking_duplicates(spec: "FeedSpec", partition: str, rows: "DataFrame", payload: Sequence[str],
+                                plans: Mapping[str, "ReleasePlan"]) -> Profile:
+    """The profile, observed while the duplicate-key check reads the output: one Spark job
+    instead of two, for a partition with no earlier fingerprint to compare against.
+
+    Raises the duplicate-key error like `check_duplicates`."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    valid = rows.filter(F.col(REASON).isNull())
+    if SOURCE_COLUMN in rows.columns:  # per-source maxima need a grouping: two jobs
+        result = profile(spec, rows, payload, plans)
+        check_duplicates(spec, partition, valid)
+        return result
+    observation = Observation("waterline_profile")
+    observed = rows.observe(observation, *_aggregates(spec, rows, payload, plans))
+    check_duplicates(spec, partition, observed.filter(F.col(REASON).isNull()))
+    try:
+        metrics = observation.get
+    except Exception:  # Spark reports no metrics for an empty output
+        return profile(spec, rows, payload, plans)
+    return _combine(spec, rows, payload, plans, [dict(metrics, s="*")])
+
+
+def _combine(spec, rows, payload, plans, groups: list[dict]) -> Profile:
+    """One Profile from the aggregates of each source's rows (`s`: the source, or "*")."""
+    by_source = {r["s"]: r["max_event"] for r in groups if r["max_event"] is not None}
     if "*" in by_source:  # rows do not say which source they came from: credit every source
         by_source = {name: by_source["*"] for name in spec.sources}
     xor, total = 0, 0
-    for r in grouped:
+    for r in groups:
         xor ^= r["x"] or 0
-        total += int(r["sum"] or 0)
-    taus = {t: min((r[f"tau_{i}"] for r in grouped if r[f"tau_{i}"] is not None), default=None)
-            for i, t in enumerate(tiers)}
-    n = sum(r["rows"] for r in grouped)
+        total += ((r["sum_hi"] or 0) << 32) + (r["sum_lo"] or 0)
+    taus = {t: min((r[f"tau_{i}"] for r in groups if r[f"tau_{i}"] is not None), default=None)
+            for i, t in enumerate(plans)}
+    n = sum(r["rows"] for r in groups)
     return Profile(
         rows=n,
-        valid=sum(r["valid"] for r in grouped),
-        quarantined=sum(r["quarantined"] for r in grouped),
-        late_dropped=sum(r["late_dropped"] for r in grouped),
+        valid=sum(r["valid"] for r in groups),
+        quarantined=sum(r["quarantined"] for r in groups),
+        late_dropped=sum(r["late_dropped"] for r in groups),
         max_event_by_source=by_source,
         # A NEG_INF takeover (never visible) is due at once: keep it, the sensor clamps to now.
         min_tau={t: (v if v is None or v > NEG_INF else NEG_INF) for t, v in taus.items()},

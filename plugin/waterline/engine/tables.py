@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from waterline.engine import columns as C
@@ -15,22 +16,49 @@ if TYPE_CHECKING:
 
 TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
 INITIAL_TIER_STATE: dict[str, Any] = {"w": None, "seq": 0, "hold": False, "next_due": None, "pending": 0}
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _STATS_COLUMNS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
 
 
-def held_stats_columns(spec: "FeedSpec") -> list[str]:
-    """The held columns releases prune by: ingest sequence, takeover and last boundary per tier."""
-    return [C.SEQ] + [c for t in spec.tiers for c in (C.tau(t), C.last(t))]
+def held_stats_columns(spec: "FeedSpec", schema: "StructType | None" = None) -> list[str]:
+    """The held columns releases prune by (ingest sequence, takeover and last boundary per
+    tier), plus one leaf of every struct column of ``schema``.
+
+    The leaves are there for the `deltalake` reader: given a statistics column
+    list, it drops every statistic of a file when a struct column that the list
+    leaves out comes before a listed one (measured with deltalake 1.6), and the
+    release reads its file statistics with it.
+    """
+    columns = [C.SEQ] + [c for t in spec.tiers for c in (C.tau(t), C.last(t))]
+    if schema is not None:
+        columns += [leaf for f in schema.fields if (leaf := _first_leaf(f)) is not None]
+    return columns
 
 
-def creating_held_table(spark: "SparkSession", spec: "FeedSpec"):
+def _first_leaf(field) -> str | None:
+    """`a.b.c`: the first primitive field under a struct column, backquoted as needed."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    path = []
+    while isinstance(field.dataType, StructType):
+        path.append(field.name)
+        if not field.dataType.fields:
+            return None
+        field = field.dataType.fields[0]
+    if not path or isinstance(field.dataType, (ArrayType, MapType)):
+        return None  # not a struct, or its first field cannot carry statistics
+    path.append(field.name)
+    return ".".join(p if _PLAIN.match(p) else "`" + p.replace("`", "``") + "`" for p in path)
+
+
+def creating_held_table(spark: "SparkSession", spec: "FeedSpec", schema: "StructType | None" = None):
     """A held table created inside this block (a context manager) keeps file statistics
-    for the pruning columns only.
+    for the pruning columns only (see :func:`held_stats_columns`).
 
     Delta collects statistics on the first 32 columns by default, which a wide
     payload would fill before the system columns; releases depend on these.
     """
-    return temporary_conf(spark, _STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec)))
+    return temporary_conf(spark, _STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec, schema)))
 
 
 def held_state(spec: "FeedSpec") -> dict[str, Any]:
