@@ -92,7 +92,8 @@ RELEASE_PHASES = Phases(
 INGEST_PHASES = Phases(
     {
         "waterline.engine.ingest": [
-            "held_state", "read_output", "check_schema", "compile_tiers", "profile", "last_ingest_state",
+            "held_state", "read_output", "check_schema", "compile_tiers", "profile", "profile_checking_duplicates",
+            "last_ingest_state",
             "check_duplicates", "held_partitions", "_versions", "_version_counts", "_write_quarantine",
             "_commit", "ensure_tier_tables",
         ],

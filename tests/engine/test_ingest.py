@@ -165,3 +165,32 @@ def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_pa
     )
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     assert all(a["min._wl_tau__d15"] is not None and a["max._wl_last__d15"] is not None for a in actions)
+
+
+def test_profile_observed_during_the_duplicate_check_equals_the_standalone_profile(spark, tmp_path):
+    """A partition with no earlier fingerprint is profiled inside the duplicate-key check's
+    job (Spark observed metrics); it must give the very profile the standalone pass gives,
+    also for an output with quarantined rows and for an empty one (no metrics: fallback)."""
+    from waterline.engine.profile import profile, profile_checking_duplicates
+    from waterline.engine.schedule import compile_tiers
+    from waterline.engine.source import read_output
+    from waterline.engine.validate import REASON, parse_event_time, reason_column
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1), _row(2, minute=7, v=None), {"id": None, "event_time": "x", "v": "k"}])
+    raw = read_output(spark, spec, "a")
+    payload = list(raw.columns)
+    parsed = parse_event_time(spec, raw)
+    plans = compile_tiers(spark, spec, parsed.select(payload))
+    rows = parsed.withColumn(REASON, reason_column(spec, None))
+    for frame in (rows, rows.filter("false")):
+        standalone = profile(spec, frame, payload, plans)
+        assert profile_checking_duplicates(spec, "a", frame, payload, plans) == standalone
+    assert standalone.rows == 0
+    assert profile(spec, rows, payload, plans).quarantined == 1
+
+    write_partition(tmp_path, "b", [_row(1), _row(1, v="y")])
+    raw = read_output(spark, spec, "b")
+    rows = parse_event_time(spec, raw).withColumn(REASON, reason_column(spec, None))
+    with pytest.raises(WaterlineError, match=r"duplicate keys.*\(id=1\) x2"):
+        profile_checking_duplicates(spec, "b", rows, payload, plans)

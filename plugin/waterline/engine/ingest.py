@@ -10,7 +10,9 @@ Spark work per ingest: one aggregate pass (counts, event times, takeovers and
 the output's fingerprint, see `profile`); if the fingerprint equals the one
 the partition's last ingest committed, that is all. Otherwise a duplicate-key
 check and the write; a partition held already has is diffed against its
-current versions first (a cached join), a new one is written as is.
+current versions first (a cached join), a new one is written as is. With no
+earlier fingerprint to compare with, the profile is observed during the
+duplicate-key check: one job, not two.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from waterline.engine.commits import commit_state, last_ingest_state, record_sta
 from waterline.engine.event_time import advance_sources, event_waterline
 from waterline.engine.held_files import held_partitions
 from waterline.engine.lease import feed_lease
-from waterline.engine.profile import Profile, profile, row_hash
+from waterline.engine.profile import Profile, profile, profile_checking_duplicates, row_hash
 from waterline.engine.results import IngestResult
 from waterline.engine.schedule import compile_tiers, removal_schedule, with_schedule
 from waterline.engine.source import read_output
@@ -74,7 +76,13 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
 
     late_before = state.get("event_w") if spec.waterline.mode == "event" else None
     rows = parsed.withColumn(REASON, reason_column(spec, late_before))
-    prof = profile(spec, rows, payload, plans)
+    valid = rows.filter(F.col(REASON).isNull())
+    previous = last_ingest_state(spec.held_path, partition) if held_exists else None
+    known = (previous or {}).get("fingerprint")  # what this partition's last ingest committed
+    if known:
+        prof = profile(spec, rows, payload, plans)  # alone first: it may spare everything else
+    else:  # no fingerprint to compare with: one job profiles and checks keys
+        prof = profile_checking_duplicates(spec, partition, rows, payload, plans)
     sources, event_w = state.get("sources", {}), state.get("event_w")
     if spec.waterline.mode == "event":
         sources = advance_sources(spec, sources, prof.max_event_by_source, now)
@@ -85,14 +93,11 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
         "sources": sources, "event_w": event_w,
     }
     nothing = {"total": 0, "insert": 0, "update": 0, "remove": 0, "min_tau": new_state["min_tau"]}
-    previous = last_ingest_state(spec.held_path, partition) if held_exists else None
-    if previous is not None and previous.get("fingerprint") == prof.fingerprint:
-        # The output is the one this partition's last ingest committed: no row can differ.
+    if known == prof.fingerprint:  # the same output as last time: no row can differ
         _commit(spark, spec, new_state, None, state, held_exists=held_exists)
         return _result(spec, partition, prof, nothing, None, event_w, now)
-
-    valid = rows.filter(F.col(REASON).isNull())
-    check_duplicates(spec, partition, valid)
+    if known:
+        check_duplicates(spec, partition, valid)
     fresh = not held_exists or partition not in held_partitions(spec.held_path)
     versions = _versions(spark, spec, partition, valid.select(*payload), plans, fresh=fresh,
                          hash_as_text=hash_as_text)
