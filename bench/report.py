@@ -44,6 +44,10 @@ def build_rows(out: dict) -> list[dict]:
                    c, "naive_large", "naive_small"),
         _timed_row(f"1  tick vs naive, both at backlog {large}", c, "tick_large", "naive_large"),
         _timed_row(f"2  ingest {ing}-row partition  (vs plain Delta append)", c, "ingest", "plain_append", 1.5),
+        *([_timed_row("2  plain append + the duplicate-key check alone [floor]  (vs plain append)",
+                      c, "append_and_duplicate_check", "plain_append"),
+           _timed_row(f"2  ingest {ing}-row partition  (vs that floor)", c, "ingest", "append_and_duplicate_check")]
+          if "append_and_duplicate_check" in c else []),
         _timed_row(f"2  re-ingest identical {ing}-row partition, 0 versions  (vs plain append)",
                    c, "reingest", "plain_append", 1.0),
         _timed_row(f"3  release D={d} due  (vs bare Delta MERGE of the D rows)", c, "release_d", "bare_merge_d", 2.0),

@@ -7,7 +7,9 @@ Order of the run (one feed, one warehouse; W only moves forward):
   1/4 (a)  ticks at the small backlog: ingest 10k due rows, time `release` (warm-up + reps),
            driver memory measured around each release; then the naive release (warm-up + reps)
   2        ingest the remaining backlog partitions (each a measured 1M-row ingest) and a
-           plain Delta append of the same DataFrame after each  -> held has the large backlog;
+           plain Delta append of the same DataFrame after each, then the engine's duplicate-key
+           check alone on it (append + check: the floor of any ingest that refuses duplicate
+           keys before writing)  -> held has the large backlog;
            re-ingest of the last one, identical (warm-up + reps), asserts versions_written == 0
   1/4 (b)  ticks at the large backlog, naive release again
   3        release of D due versions vs a bare MERGE of the same D rows (warm-up + reps)
@@ -94,6 +96,18 @@ class Bench:
             df.write.format("delta").mode("append").partitionBy(C.PARTITION).save(self.plain_path)
         return {"s": t["s"], "cpu_s": t["cpu_s"], "spark": jobs}
 
+    def duplicate_check(self, day: str) -> dict:
+        """The engine's exact duplicate-key check alone, on the plain append's DataFrame."""
+        from pyspark.sql import functions as F
+
+        from waterline.engine.source import read_output
+        from waterline.engine.validate import check_duplicates
+
+        with spark_jobs(self.spark) as jobs, timed() as t:
+            df = read_output(self.spark, self.spec, day)
+            check_duplicates(self.spec, day, df.filter(F.col(FEED.KEY[0]).isNotNull()))
+        return {"s": t["s"], "cpu_s": t["cpu_s"], "spark": jobs}
+
     def naive(self) -> dict:
         from waterline.engine.tables import held_state, tier_state
 
@@ -165,6 +179,11 @@ def _round(d: dict) -> dict:
     return {k: round(v, 3) for k, v in sorted(d.items(), key=lambda kv: -kv[1])}
 
 
+def _plus(a: dict, b: dict) -> dict:
+    """Two steps run back to back, as one sample."""
+    return {"s": a["s"] + b["s"], "cpu_s": a["cpu_s"] + b["cpu_s"], "parts": [a, b]}
+
+
 def _series(samples: list[dict], warmups: int = 1) -> dict:
     measured = samples[warmups:]
     return {
@@ -217,6 +236,7 @@ def main() -> int:
         ingests.append(b.ingest(d))
         log(f"backlog ingest {d}: {ingests[-1]['s']:.1f}s")
     appends.append(b.plain_append(backlog_days[0]))
+    floors = [_plus(appends[-1], b.duplicate_check(backlog_days[0]))]
     log(f"plain append warm-up: {appends[-1]['s']:.1f}s")
 
     # 1/4 (a): ticks and naive at the small backlog
@@ -241,7 +261,9 @@ def main() -> int:
     for d in backlog_days[n_small:]:
         ingests.append(b.ingest(d))
         appends.append(b.plain_append(d))
+        floors.append(_plus(appends[-1], b.duplicate_check(d)))
         log(f"backlog ingest {d}: {ingests[-1]['s']:.1f}s, plain append {appends[-1]['s']:.1f}s "
+            f"(+ duplicate check {floors[-1]['s'] - appends[-1]['s']:.1f}s) "
             f"spark {ingests[-1]['spark']} phases {ingests[-1]['phases']}")
     reingests = []
     for _ in range(cfg.heavy_reps + 1):
@@ -285,6 +307,7 @@ def main() -> int:
         "naive_large": _series(naive_large),
         "ingest": _series(ingests, warmups=n_warm),
         "plain_append": _series(appends),
+        "append_and_duplicate_check": _series(floors),
         "reingest": _series(reingests),
         "release_d": _series(releases_d),
         "bare_merge_d": _series(merges_d),
