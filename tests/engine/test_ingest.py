@@ -154,7 +154,7 @@ def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_pa
     from waterline.engine.ingest import ingest
 
     wide = ", ".join(f"'w' AS c{i}" for i in range(40))
-    nested = "named_struct('inner', named_struct('x', id), 'y', v) AS `s-t`"
+    nested = "named_struct('inner', named_struct('x', id), 'flag', id > 1, 'y', v) AS `s-t`"
     spec = make_spec(tmp_path, TIERS, transform=f"SELECT id, event_time, v, {nested}, {wide} FROM source")
     write_partition(tmp_path, "a", [_row(1), _row(2)])
     ingest(spark, spec, "a", clock=far_future_clock())
@@ -194,3 +194,16 @@ def test_profile_observed_during_the_duplicate_check_equals_the_standalone_profi
     rows = parse_event_time(spec, raw).withColumn(REASON, reason_column(spec, None))
     with pytest.raises(WaterlineError, match=r"duplicate keys.*\(id=1\) x2"):
         profile_checking_duplicates(spec, "b", rows, payload, plans)
+
+
+def test_statistics_leaf_of_a_struct_skips_types_without_statistics():
+    from pyspark.sql.types import BinaryType, LongType, MapType, StringType, StructField, StructType
+
+    from waterline.engine.tables import _first_leaf
+
+    inner = StructType([StructField("bin", BinaryType()), StructField("x", LongType())])
+    column = StructField("s-t", StructType([StructField("m", MapType(StringType(), StringType())),
+                                            StructField("n", inner)]))
+    assert _first_leaf(column) == "`s-t`.n.x"
+    assert _first_leaf(StructField("a", LongType())) is None  # not a struct: listed by name if at all
+    assert _first_leaf(StructField("b", StructType([StructField("m", MapType(StringType(), StringType()))]))) is None
