@@ -207,3 +207,22 @@ def test_statistics_leaf_of_a_struct_skips_types_without_statistics():
     assert _first_leaf(column) == "`s-t`.n.x"
     assert _first_leaf(StructField("a", LongType())) is None  # not a struct: listed by name if at all
     assert _first_leaf(StructField("b", StructType([StructField("m", MapType(StringType(), StringType()))]))) is None
+
+
+def test_a_tier_added_after_ingest_is_refused_with_what_to_do(spark, tmp_path):
+    """Held versions are scheduled once, at ingest: a tier added later has no schedule, and
+    re-ingesting would not give it one, so ingest and release say so instead of publishing a
+    tier that silently misses rows; held and the other tiers stay as they were."""
+    from waterline.engine.ingest import ingest
+    from waterline.engine.release import release
+
+    spec = make_spec(tmp_path, {"rt": "TRUE"})
+    write_partition(tmp_path, "a", [_row(1), _row(2)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    grown = make_spec(tmp_path, {"rt": "TRUE", "d15": TIERS["d15"]})
+    for step in (lambda: ingest(spark, grown, "a", clock=far_future_clock()),
+                 lambda: release(spark, grown, clock=far_future_clock())):
+        with pytest.raises(WaterlineError, match=r"tier\(s\) d15 added after data was ingested.*new warehouse"):
+            step()
+    assert _held(spark, spec).count() == 2
+    assert read_tier(spark, spec, "rt") == {}

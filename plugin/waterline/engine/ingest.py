@@ -29,7 +29,7 @@ from waterline.engine.held_files import held_partitions
 from waterline.engine.lease import feed_lease
 from waterline.engine.profile import Profile, profile, profile_checking_duplicates, row_hash
 from waterline.engine.results import IngestResult
-from waterline.engine.schedule import compile_tiers, removal_schedule, with_schedule
+from waterline.engine.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, with_schedule
 from waterline.engine.source import read_output
 from waterline.engine.sqltext import sql_string
 from waterline.engine.tables import (
@@ -70,6 +70,7 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     held_schema = table_schema(spec.held_path) if held_exists else None
     if held_schema is not None:
         check_schema(spec, held_schema, parsed.schema)
+        check_tiers_scheduled(spec, held_schema.fieldNames())
     # Held tables from before the struct row hash keep their 32-hex-digit text hash.
     hash_as_text = held_schema is not None and held_schema[C.HASH].dataType.typeName() == "string"
     plans = compile_tiers(spark, spec, parsed.select(payload))

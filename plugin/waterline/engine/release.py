@@ -26,11 +26,10 @@ from waterline.engine.held_files import (
     HeldFile, candidate_partitions, outlook, read_held_files, single_ingest_partitions,
 )
 from waterline.engine.lease import feed_lease
-from waterline.engine.schedule import stored_vis_sql
+from waterline.engine.schedule import check_tiers_scheduled, stored_vis_sql
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import ReleaseResult, TierRelease
 from waterline.engine.tables import held_state, read_delta, tier_state
-from waterline.errors import WaterlineError
 from waterline.semantics import NEG_INF, POS_INF
 
 if TYPE_CHECKING:
@@ -113,10 +112,7 @@ def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq:
     w0, s0 = state["w"], state["seq"]
     if state["hold"]:
         return TierRelease(tier=tier, w_us=w0, previous_w_us=w0, seq=s0, held=True)
-    if C.tau(tier) not in held.columns:
-        raise WaterlineError(
-            f"feed {spec.feed}: tier {tier} is newer than the held data; re-ingest the partitions to schedule it"
-        )
+    check_tiers_scheduled(spec, held.columns, tiers=[tier])
     w = target if w0 is None else max(w0, target)  # the waterline never goes back
     if w0 is not None and w == w0 and seq == s0:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.get("next_due"))

@@ -49,6 +49,23 @@ def compile_tiers(spark: "SparkSession", spec: "FeedSpec", df: "DataFrame") -> d
     }
 
 
+def check_tiers_scheduled(spec: "FeedSpec", held_columns, tiers=None) -> None:
+    """Every tier of the spec (or of ``tiers``) must have its schedule columns in held.
+
+    Held versions get their schedule once, at ingest; a tier added to the spec
+    later has none for the versions already held, and re-ingesting would not
+    add one (unchanged rows get no new version). Refuse rather than publish a
+    tier that silently misses those rows.
+    """
+    missing = [t for t in (spec.tiers if tiers is None else tiers) if C.tau(t) not in set(held_columns)]
+    if missing:
+        raise WaterlineError(
+            f"feed {spec.feed}: tier(s) {', '.join(missing)} added after data was ingested: the held versions "
+            "have no schedule for them and waterline cannot add one yet; ingest the feed into a new warehouse, "
+            "or remove the tier(s) from the spec"
+        )
+
+
 def last_boundary_sql(vis_col: str) -> str:
     """SQL for the greatest finite boundary of a visibility array (NEG_INF if none).
 
