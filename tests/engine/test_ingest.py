@@ -226,3 +226,26 @@ def test_a_tier_added_after_ingest_is_refused_with_what_to_do(spark, tmp_path):
             step()
     assert _held(spark, spec).count() == 2
     assert read_tier(spark, spec, "rt") == {}
+
+
+def test_a_held_table_with_the_older_text_row_hash_keeps_it_and_still_diffs(spark, tmp_path):
+    """Held tables written before the struct row hash stored it as 32 hex digits; ingest keeps
+    writing that form there, and the diff still tells unchanged rows from changed ones."""
+    from pyspark.sql import functions as F
+
+    from waterline.engine.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1), _row(2)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    old_stats = "_wl_seq,_wl_tau__rt,_wl_last__rt,_wl_tau__d15,_wl_last__d15"  # what such tables list
+    spark.sql(f"ALTER TABLE delta.`{spec.held_path}` SET TBLPROPERTIES ('delta.dataSkippingStatsColumns' = '{old_stats}')")
+    held = _held(spark, spec)
+    text = F.concat(F.lpad(F.hex("_wl_hash.h1"), 16, "0"), F.lpad(F.hex("_wl_hash.h2"), 16, "0"))
+    (held.withColumn("_wl_hash", text).write.format("delta").mode("overwrite")
+     .option("overwriteSchema", "true").partitionBy("_wl_partition").save(spec.held_path))
+
+    write_partition(tmp_path, "a", [_row(1), _row(2, v="y"), _row(3)])
+    result = ingest(spark, spec, "a", clock=far_future_clock())
+    assert (result.inserted, result.updated, result.unchanged) == (1, 1, 1)
+    assert _held(spark, spec).schema["_wl_hash"].dataType.simpleString() == "string"
