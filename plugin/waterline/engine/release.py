@@ -26,7 +26,7 @@ from waterline.engine.held_files import (
     HeldFile, candidate_partitions, outlook, read_held_files, single_ingest_partitions,
 )
 from waterline.engine.lease import feed_lease
-from waterline.engine.schedule import check_tiers_scheduled, stored_vis_sql
+from waterline.engine.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import ReleaseResult, TierRelease
 from waterline.engine.tables import held_state, read_delta, tier_state
@@ -61,12 +61,12 @@ class _TierStep:
         from pyspark.sql import functions as F
 
         t, low, w = self.tier, self.low, self.w
-        tau, last = C.tau(t), C.last(t)
+        tau, end = C.tau(t), stored_end_sql(t)
         due = F.col(tau) <= w
         # A NULL array is the single interval [tau, end) (see `stored_vis_sql`): no lambda.
         crossed = F.expr(
             f"CASE WHEN {C.vis(t)} IS NULL "
-            f"THEN ({tau} > {low} AND {tau} <= {w}) OR ({last} <> {tau} AND {last} > {low} AND {last} <= {w}) "
+            f"THEN ({tau} > {low} AND {tau} <= {w}) OR (({end}) > {low} AND ({end}) <= {w}) "
             f"ELSE exists({C.vis(t)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w})) "
             "END"
         )
@@ -257,10 +257,10 @@ def _outlook(held: "DataFrame", files: list[HeldFile], steps: list[_TierStep]) -
             t, w = step.tier, step.w
             open_ = F.col(C.PARTITION).isin(sorted(known[t].open_partitions)) & (F.col(C.last(t)) > w)
             still_open = still_open | open_
-            tau, last = C.tau(t), C.last(t)
+            tau, end = C.tau(t), stored_end_sql(t)
             next_boundary = F.expr(  # a NULL array is [tau, end): see `stored_vis_sql`
                 f"CASE WHEN {C.vis(t)} IS NULL THEN (CASE WHEN {tau} > {w} THEN {tau} "
-                f"WHEN {last} <> {tau} AND {last} > {w} THEN {last} ELSE {POS_INF} END) "
+                f"WHEN ({end}) > {w} AND ({end}) < {POS_INF} THEN {end} ELSE {POS_INF} END) "
                 f"ELSE aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
                 f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
                 f"ELSE {POS_INF} END)) END"

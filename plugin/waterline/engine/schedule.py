@@ -66,18 +66,25 @@ def check_tiers_scheduled(spec: "FeedSpec", held_columns, tiers=None) -> None:
         )
 
 
-def last_boundary_sql(vis_col: str) -> str:
-    """SQL for the greatest finite boundary of a visibility array (NEG_INF if none).
+def _takeover_and_last(non_empty: str, first_start: str, last_start: str, last_end: str) -> tuple[str, str]:
+    """SQL of the takeover (earliest start, NEG_INF if never visible) and the last finite
+    boundary (the last interval's end if finite, else its start if finite, else NEG_INF)."""
+    never = f"CAST({NEG_INF} AS BIGINT)"
+    tau = f"CASE WHEN {non_empty} THEN {first_start} ELSE {never} END"
+    last = (f"CASE WHEN NOT ({non_empty}) THEN {never} WHEN {last_end} < {POS_INF} THEN {last_end} "
+            f"WHEN {last_start} > {NEG_INF} THEN {last_start} ELSE {never} END")
+    return tau, last
 
-    Intervals are sorted and disjoint, so it is the last interval's end if finite,
-    else that interval's start if finite (no lambda: Spark would interpret it per row).
-    """
-    last = f"try_element_at({vis_col}, -1)"
-    return (
-        f"CASE WHEN size({vis_col}) = 0 THEN CAST({NEG_INF} AS BIGINT) "
-        f"WHEN {last}.`end` < {POS_INF} THEN {last}.`end` "
-        f"WHEN {last}.start > {NEG_INF} THEN {last}.start ELSE CAST({NEG_INF} AS BIGINT) END"
-    )
+
+def _array_takeover_and_last(vis_col: str) -> tuple[str, str]:
+    # Intervals are sorted and disjoint: no lambda needed (Spark would interpret it per row).
+    first, final = f"try_element_at({vis_col}, 1)", f"try_element_at({vis_col}, -1)"
+    return _takeover_and_last(f"size({vis_col}) > 0", f"{first}.start", f"{final}.start", f"{final}.`end`")
+
+
+def last_boundary_sql(vis_col: str) -> str:
+    """SQL for the greatest finite boundary of a visibility array (NEG_INF if none)."""
+    return _array_takeover_and_last(vis_col)[1]
 
 
 def with_schedule(df: "DataFrame", plans: Mapping[str, "ReleasePlan"]) -> "DataFrame":
@@ -97,29 +104,28 @@ def with_schedule(df: "DataFrame", plans: Mapping[str, "ReleasePlan"]) -> "DataF
             df = df.withColumn(C.vis(tier), F.expr(f"CASE WHEN {singles[tier][0]} THEN NULL ELSE {_EMPTY_VIS} END"))
     for tier in plans:
         if singles[tier] is None:
-            tau = (f"CASE WHEN size({C.vis(tier)}) = 0 THEN CAST({NEG_INF} AS BIGINT) "
-                   f"ELSE try_element_at({C.vis(tier)}, 1).start END")
-            last = last_boundary_sql(C.vis(tier))
+            tau, last = _array_takeover_and_last(C.vis(tier))
         else:
             non_empty, start, end = singles[tier]
-            tau = f"CASE WHEN {non_empty} THEN {start} ELSE CAST({NEG_INF} AS BIGINT) END"
-            last = (f"CASE WHEN NOT ({non_empty}) THEN CAST({NEG_INF} AS BIGINT) WHEN {end} < {POS_INF} THEN {end} "
-                    f"WHEN {start} > {NEG_INF} THEN {start} ELSE CAST({NEG_INF} AS BIGINT) END")
+            tau, last = _takeover_and_last(non_empty, start, start, end)
         df = df.withColumn(C.tau(tier), F.expr(tau)).withColumn(C.last(tier), F.expr(last))
     return df
+
+
+def stored_end_sql(tier: str) -> str:
+    """SQL for the end of a held version's single interval when `_wl_vis__T` is NULL:
+    `last` is that end when it is finite, else the start (= tau), so last = tau means +inf."""
+    tau, last = C.tau(tier), C.last(tier)
+    return f"CASE WHEN {last} = {tau} THEN CAST({POS_INF} AS BIGINT) ELSE {last} END"
 
 
 def stored_vis_sql(tier: str) -> str:
     """SQL for a held version's visibility array for ``tier``, however it was stored.
 
-    NULL stands for the single interval [tau, end) with end = last, or +inf when
-    last = tau: `last` is the end when that is finite, else the start (see
-    :func:`last_boundary_sql`), and start < end. Empty visibility is always
-    stored as an empty array, never NULL.
+    NULL stands for the single interval [tau, :func:`stored_end_sql`). Empty
+    visibility is always stored as an empty array, never NULL.
     """
-    tau, last = C.tau(tier), C.last(tier)
-    single = (f"array(named_struct('start', {tau}, 'end', "
-              f"CASE WHEN {last} = {tau} THEN CAST({POS_INF} AS BIGINT) ELSE {last} END))")
+    single = f"array(named_struct('start', {C.tau(tier)}, 'end', {stored_end_sql(tier)}))"
     return f"coalesce({C.vis(tier)}, {single})"
 
 

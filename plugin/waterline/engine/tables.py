@@ -40,7 +40,7 @@ def _first_leaf(field) -> str | None:
     statistics for (checked with Delta 4.4 and deltalake 1.6: numbers, text, dates, times,
     booleans), backquoted as needed; None if there is none."""
     from pyspark.sql.types import (
-        BooleanType, DateType, DecimalType, NumericType, StringType, StructType, TimestampNTZType, TimestampType,
+        BooleanType, DateType, NumericType, StringType, StructType, TimestampNTZType, TimestampType,
     )
 
     if not isinstance(field.dataType, StructType):
@@ -52,8 +52,7 @@ def _first_leaf(field) -> str | None:
                 if (found := search(child, [*path, f.name])) is not None:
                     return found
             return None
-        if isinstance(f.dataType, (NumericType, DecimalType, StringType, DateType, TimestampType, TimestampNTZType,
-                                   BooleanType)):
+        if isinstance(f.dataType, (NumericType, StringType, DateType, TimestampType, TimestampNTZType, BooleanType)):
             return [*path, f.name]
         return None
 
