@@ -26,7 +26,7 @@ def set_hold(spark: "SparkSession", spec: "FeedSpec", tier: str, hold: bool) -> 
         state = tier_state(spec, tier)
         if state["hold"] == hold:
             return state
-        state.update(op="hold" if hold else "resume", tier=tier, hold=hold)
+        state.update(op="hold" if hold else "resume", tier=tier, hold=hold, n=state.get("n", 0) + 1)
         record_state(spark, path, state)
         return state
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waterline.engine import columns as C
-from waterline.engine.commits import commit_state, table_exists
+from waterline.engine.commits import APP_COMMIT, commit_state, new_token, record_state, table_exists
 from waterline.engine.lease import feed_lease
 from waterline.engine.results import GcResult
 from waterline.engine.tables import held_state, read_delta, tier_state
@@ -30,7 +30,7 @@ def gc(spark: "SparkSession", spec: "FeedSpec", *, compact: bool = True) -> GcRe
 
     if not table_exists(spec.held_path):
         return GcResult(feed=spec.feed, versions_before=0, versions_removed=0, files_compacted=False)
-    with feed_lease(spec.feed_dir, feed=spec.feed):
+    with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         hstate = held_state(spec)
         tiers = {t: tier_state(spec, t) for t in spec.tiers}
         held = read_delta(spark, spec.held_path)
@@ -57,12 +57,17 @@ def gc(spark: "SparkSession", spec: "FeedSpec", *, compact: bool = True) -> GcRe
             .cache()
         )
         removed = dead.count()
-        state = dict(hstate, op="gc")
-        with commit_state(spark, state):
-            if removed:
+        n = hstate.get("n", 0) + 1
+        state = dict(hstate, op="gc", n=n, token=new_token())
+        lease.check()
+        if removed:  # deleting dead versions is idempotent anyway; the txn makes a replay skip
+            with commit_state(spark, state, app=APP_COMMIT, version=n):
                 on = " AND ".join(f"h.`{k}` = d.`{k}`" for k in [*keys, C.SEQ])
                 DeltaTable.forPath(spark, spec.held_path).alias("h").merge(dead.alias("d"), on) \
                     .whenMatchedDelete().execute()
+            # The held state (seq, event time) must stay findable after log cleanup too.
+            record_state(spark, spec.held_path, state)
+        with commit_state(spark, state):
             if compact and removed:
                 DeltaTable.forPath(spark, spec.held_path).optimize().executeCompaction()
         dead.unpersist()

@@ -23,10 +23,13 @@ from typing import TYPE_CHECKING
 from waterline.clock import SystemClock
 from waterline.engine import columns as C
 from waterline.engine import faults
-from waterline.engine.commits import commit_state, last_ingest_state, record_state, table_exists
+from waterline.engine.commits import (
+    APP_SEQ, SkippedCommit, check_committed, commit_state, is_conflict, last_ingest_state, new_token,
+    record_state, table_exists, table_version,
+)
 from waterline.engine.event_time import advance_sources, event_waterline
 from waterline.engine.held_files import held_partitions
-from waterline.engine.lease import feed_lease
+from waterline.engine.lease import Lease, feed_lease
 from waterline.engine.profile import Profile, profile, profile_checking_duplicates, row_hash
 from waterline.engine.results import IngestResult
 from waterline.engine.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, with_schedule
@@ -38,6 +41,7 @@ from waterline.engine.tables import (
 from waterline.engine.validate import (
     REASON, check_columns, check_duplicates, check_schema, parse_event_time, reason_column,
 )
+from waterline.errors import WaterlineError
 from waterline.semantics import NEG_INF
 
 if TYPE_CHECKING:
@@ -46,17 +50,27 @@ if TYPE_CHECKING:
     from waterline.spec import FeedSpec
 
 _KIND = "_wl_kind"
+_ATTEMPTS = 3
 
 
 def ingest(spark: "SparkSession", spec: "FeedSpec", partition: str, *, clock=None) -> IngestResult:
     """Process ``partition`` and append what changed to the held table."""
     clock = clock or SystemClock()
     partition = spec.partitions.validate(partition)
-    with feed_lease(spec.feed_dir, feed=spec.feed):
-        return _ingest_locked(spark, spec, partition, clock)
+    with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
+        for attempt in range(_ATTEMPTS):
+            try:
+                return _ingest_locked(spark, spec, partition, clock, lease)
+            except Exception as exc:  # lost a race: recompute the sequence from the new state
+                if not (isinstance(exc, SkippedCommit) or is_conflict(exc)):
+                    raise
+                lease.check()  # a successor holds the feed: stop, nothing of ours landed
+                if attempt == _ATTEMPTS - 1:
+                    raise WaterlineError(f"feed {spec.feed}: ingest of {partition} lost {_ATTEMPTS} commit races") from exc
+    raise AssertionError("unreachable")
 
 
-def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
+def _ingest_locked(spark, spec, partition, clock, lease: Lease) -> IngestResult:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -91,11 +105,11 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     new_state = {
         "op": "ingest", "seq": state.get("seq", 0), "partition": partition, "versions": 0,
         "min_tau": {t: None for t in spec.tiers}, "fingerprint": prof.fingerprint,
-        "sources": sources, "event_w": event_w,
+        "sources": sources, "event_w": event_w, "n": state.get("n", 0) + 1, "token": new_token(),
     }
     nothing = {"total": 0, "insert": 0, "update": 0, "remove": 0, "min_tau": new_state["min_tau"]}
     if known == prof.fingerprint:  # the same output as last time: no row can differ
-        _commit(spark, spec, new_state, None, state, held_exists=held_exists)
+        _commit(spark, spec, new_state, None, state, held_exists=held_exists, lease=lease)
         return _result(spec, partition, prof, nothing, None, event_w, now)
     if known:
         check_duplicates(spec, partition, valid)
@@ -114,7 +128,8 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
         if seq is not None:
             new_state.update(seq=seq, versions=counts["total"], min_tau=counts["min_tau"])
         faults.boundary(faults.INGEST_BEFORE_COMMIT)
-        _commit(spark, spec, new_state, versions if seq is not None else None, state, held_exists=held_exists)
+        _commit(spark, spec, new_state, versions if seq is not None else None, state, held_exists=held_exists,
+                lease=lease)
         faults.boundary(faults.INGEST_AFTER_COMMIT)
         ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
     finally:
@@ -123,22 +138,32 @@ def _ingest_locked(spark, spec, partition, clock) -> IngestResult:
     return _result(spec, partition, prof, counts, seq, event_w, now)
 
 
-def _commit(spark, spec, new_state: dict, versions: "DataFrame | None", old_state: dict, *, held_exists: bool) -> None:
+def _commit(spark, spec, new_state: dict, versions: "DataFrame | None", old_state: dict, *, held_exists: bool,
+            lease: Lease) -> None:
     """Append the versions and the new state in one commit, or record a moved event time.
 
+    The append carries the Delta transaction (``waterline.seq``, new seq): if a newer
+    writer already committed that sequence, Delta skips it and `check_committed`
+    raises `SkippedCommit`, so the caller recomputes instead of losing the versions.
+    A moved event time also goes into the table property, which survives log cleanup.
     `held_exists` was read under the feed lease, so it still holds: no second log read."""
     from pyspark.sql import functions as F
 
+    moved = (new_state["event_w"], new_state["sources"]) != (old_state.get("event_w"), old_state.get("sources", {}))
     if versions is not None:
         creating = nullcontext() if held_exists else creating_held_table(spark, spec, versions.schema)
-        with commit_state(spark, new_state), creating:
+        before = table_version(spec.held_path) if held_exists else None
+        lease.check()  # the last moment a lost lease can stop the commit
+        with commit_state(spark, new_state, app=APP_SEQ, version=new_state["seq"]), creating:
             (
                 versions.drop(_KIND).withColumn(C.SEQ, F.lit(new_state["seq"]).cast("bigint"))
                 .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
             )
-    elif held_exists and (new_state["event_w"], new_state["sources"]) != (
-        old_state.get("event_w"), old_state.get("sources", {})
-    ):
+        check_committed(spec.held_path, new_state["token"], after=before)
+        if moved:
+            record_state(spark, spec.held_path, new_state)
+    elif held_exists and moved:
+        lease.check()
         record_state(spark, spec.held_path, new_state)  # event time moved, no version to write
 
 

@@ -1,45 +1,296 @@
-"""A per-feed lease that serialises ingests and releases of one feed.
+"""A per-feed lease that serialises ingests and releases of one feed, kept in the store itself.
 
-An OS file lock (``flock``) on ``<feed_dir>/_wl_lease``: the kernel drops it when
-the holder dies, even by ``kill -9``, so a crash never leaves a stale lease.
-Limit: the warehouse must be on a filesystem shared by all writers of the feed
-with working POSIX locks (a local disk or NFSv4); object stores need another lease.
+The lease is one small object ``<feed_dir>/_wl_lease`` (a file in a local
+warehouse, an object in an S3 one) holding JSON: owner, a random token and an
+expiry instant. One code path for every warehouse, over a three-call store
+(`LeaseStore`):
+
+* acquire: create the object only if absent (``If-None-Match: *`` on S3, an
+  atomic ``link`` locally); if it exists and has expired, replace it only if it
+  is unchanged since read (``If-Match: <etag>``), so of two takers one wins;
+* hold: a heartbeat thread renews the expiry every ``ttl/3``, again by
+  conditional replace; a failed renewal marks the lease lost;
+* release: a conditional replace with an expiry in the past.
+
+A holder paused past its expiry (GC, a stopped VM) may resume while a successor
+holds the lease. The engine calls `Lease.check` right before each commit (lost,
+or less than ``margin_s`` left: stop), and every commit carries a Delta
+transaction version derived from the state it was computed from, so a stale
+commit that still lands after a successor's is skipped by Delta and detected
+(`waterline.engine.commits.check_committed`). docs/decisions.md "Mutual
+exclusion" states what this assumes of the store and of clocks.
 """
 
 from __future__ import annotations
 
-import fcntl
+import hashlib
+import json
 import os
+import socket
+import threading
 import time
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from waterline.errors import WaterlineError
 
+LEASE_NAME = "_wl_lease"
+TTL_ENV = "WATERLINE_LEASE_TTL_S"
+DEFAULT_TTL_S = 60.0
+# How far writers' wall clocks may disagree; a taker waits this long past the expiry.
+SKEW_S = 5.0
+
+
+class LeaseStore(Protocol):
+    """Conditional create/replace of one small object; an etag identifies a content."""
+
+    where: str
+
+    def create(self, body: bytes) -> str | None:
+        """Write ``body`` if the object does not exist: its etag, or None if it exists."""
+
+    def read(self) -> tuple[bytes, str] | None:
+        """The body and etag, or None if there is no object."""
+
+    def replace(self, body: bytes, etag: str) -> str | None:
+        """Write ``body`` if the object's etag is still ``etag``: the new etag, or None."""
+
+
+class LocalStore:
+    """A file on a local (or POSIX-locking shared) filesystem.
+
+    Create is a hard link of a fully written temporary file (atomic, fails if the
+    name exists); replace compares and renames under a `flock` of a side file,
+    which is enough on one machine; the etag is the content's hash (every body
+    carries a fresh token, so contents never repeat).
+    """
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / LEASE_NAME
+        self.where = str(self.path)
+
+    def _staged(self, body: bytes) -> Path:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f".{LEASE_NAME}.{uuid.uuid4().hex}"
+        with open(tmp, "wb") as fh:
+            fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return tmp
+
+    def create(self, body: bytes) -> str | None:
+        tmp = self._staged(body)
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            return None
+        finally:
+            tmp.unlink()
+        return _etag(body)
+
+    def read(self) -> tuple[bytes, str] | None:
+        try:
+            body = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return body, _etag(body)
+
+    def replace(self, body: bytes, etag: str) -> str | None:
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / f".{LEASE_NAME}.cas", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            current = self.read()
+            if current is None or current[1] != etag:
+                return None
+            os.replace(self._staged(body), self.path)
+            return _etag(body)
+        finally:
+            os.close(fd)  # releases the flock
+
+
+class S3Store:
+    """An object in an S3-compatible store, with conditional PUTs (boto3).
+
+    Needs a store that honours ``If-None-Match: *`` and ``If-Match`` on PutObject
+    (AWS S3 since 2024; s3proxy 4.1; MinIO) and is strongly consistent for reads
+    after writes (AWS S3 since 2020).
+    """
+
+    def __init__(self, uri: str, client=None) -> None:
+        rest = uri.split("://", 1)[1]
+        self.bucket, _, prefix = rest.partition("/")
+        self.key = "/".join(p for p in (prefix.strip("/"), LEASE_NAME) if p)
+        self.where = f"s3://{self.bucket}/{self.key}"
+        self.client = client or _s3_client()
+
+    def _put(self, body: bytes, **condition) -> str | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            out = self.client.put_object(Bucket=self.bucket, Key=self.key, Body=body, **condition)
+        except ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = exc.response.get("Error", {}).get("Code", "")
+            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return None  # someone else's write won
+            raise
+        return out["ETag"]
+
+    def create(self, body: bytes) -> str | None:
+        return self._put(body, IfNoneMatch="*")
+
+    def read(self) -> tuple[bytes, str] | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            out = self.client.get_object(Bucket=self.bucket, Key=self.key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        return out["Body"].read(), out["ETag"]
+
+    def replace(self, body: bytes, etag: str) -> str | None:
+        return self._put(body, IfMatch=etag)
+
+
+def _s3_client():
+    """A boto3 S3 client with the warehouse's endpoint and credentials (`engine.storage`)."""
+    import boto3
+    from botocore.config import Config
+
+    from waterline.engine.storage import S3Settings
+
+    s = S3Settings.from_env()
+    return boto3.client(
+        "s3", endpoint_url=s.endpoint, region_name=s.region or "us-east-1",
+        aws_access_key_id=s.access_key, aws_secret_access_key=s.secret_key, aws_session_token=s.session_token,
+        config=Config(s3={"addressing_style": "path" if s.path_style else "auto"}, retries={"max_attempts": 3}),
+    )
+
+
+def _etag(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def store_for(feed_dir: str) -> LeaseStore:
+    """The lease store of a feed folder: S3 for ``s3a://``/``s3://`` URIs, else a local file."""
+    scheme = feed_dir.split("://", 1)[0].lower() if "://" in feed_dir else ""
+    if scheme in ("s3a", "s3", "s3n"):
+        return S3Store(feed_dir)
+    return LocalStore(feed_dir[len("file://"):] if scheme == "file" else feed_dir)
+
+
+class Lease:
+    """A held lease: renewed in the background until `release`; `check` before committing."""
+
+    def __init__(self, store: LeaseStore, *, feed: str, ttl_s: float, margin_s: float | None = None) -> None:
+        self.store, self.feed, self.ttl_s = store, feed, ttl_s
+        self.margin_s = ttl_s / 4 if margin_s is None else margin_s
+        self.owner = f"{socket.gethostname()} pid {os.getpid()}"
+        self.token = uuid.uuid4().hex
+        self.etag: str | None = None
+        self.expires_at = 0.0
+        self.lost = False
+        self._stop = threading.Event()
+        self._mutex = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def _body(self, expires_at: float) -> bytes:
+        return json.dumps({"owner": self.owner, "token": self.token, "expires_at": expires_at,
+                           "written_at": time.time()}).encode()
+
+    def try_acquire(self) -> str | None:
+        """Take the lease if free or expired; None on success, else who holds it."""
+        expires = time.time() + self.ttl_s
+        etag = self.store.create(self._body(expires))
+        if etag is None:
+            current = self.store.read()
+            if current is None:
+                return "(released while looking)"
+            body, seen = current
+            holder = _parse(body)
+            if holder is not None and time.time() < holder.get("expires_at", 0) + SKEW_S:
+                return str(holder.get("owner", "another process"))
+            expires = time.time() + self.ttl_s
+            etag = self.store.replace(self._body(expires), seen)  # expired (or unreadable): take it over
+            if etag is None:
+                return "(taken over by another process)"
+        self.etag, self.expires_at = etag, expires
+        self._thread = threading.Thread(target=self._heartbeat, name=f"wl-lease-{self.feed}", daemon=True)
+        self._thread.start()
+        return None
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            self.renew()
+
+    def renew(self) -> None:
+        with self._mutex:
+            if self.lost or self.etag is None:
+                return
+            expires = time.time() + self.ttl_s
+            try:
+                etag = self.store.replace(self._body(expires), self.etag)
+            except Exception:  # a store hiccup: keep the old expiry, `check` judges
+                return
+            if etag is None:
+                self.lost = True
+            else:
+                self.etag, self.expires_at = etag, expires
+
+    def check(self) -> None:
+        """Raise unless the lease is still ours for at least ``margin_s``: call right before a commit."""
+        if self.lost or time.time() > self.expires_at - self.margin_s:
+            raise WaterlineError(
+                f"feed {self.feed}: lost the lease {self.store.where} (paused past its expiry?); "
+                "nothing more is committed by this run, re-run it"
+            )
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._mutex:
+            if not self.lost and self.etag is not None:
+                try:
+                    self.store.replace(self._body(0.0), self.etag)
+                except Exception:
+                    pass  # it expires on its own
+            self.etag = None
+
+
+def _parse(body: bytes) -> dict | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None  # e.g. the "pid N" of a flock-era lease file: no expiry, treated as expired
+    return data if isinstance(data, dict) else None
+
+
+def lease_ttl() -> float:
+    return float(os.environ.get(TTL_ENV) or DEFAULT_TTL_S)
+
 
 @contextmanager
-def feed_lease(feed_dir: str, *, feed: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> Iterator[None]:
-    """Hold the feed's lease for the duration of the block, waiting up to ``timeout_s``."""
-    folder = Path(feed_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "_wl_lease"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+def feed_lease(feed_dir: str, *, feed: str, timeout_s: float = 600.0, poll_s: float = 0.2,
+               ttl_s: float | None = None, store: LeaseStore | None = None) -> Iterator[Lease]:
+    """Hold the feed's lease for the block, waiting up to ``timeout_s`` for it."""
+    lease = Lease(store or store_for(str(feed_dir)), feed=feed, ttl_s=ttl_s or lease_ttl())
+    deadline = time.monotonic() + timeout_s
+    while (holder := lease.try_acquire()) is not None:
+        if time.monotonic() >= deadline:
+            raise WaterlineError(
+                f"feed {feed}: busy, lease {lease.store.where} held by {holder} for over {timeout_s:.0f}s"
+            )
+        time.sleep(poll_s)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = path.read_text().strip() or "another process"
-                    raise WaterlineError(
-                        f"feed {feed}: busy, lease {path} held by {holder} for over {timeout_s:.0f}s"
-                    ) from None
-                time.sleep(poll_s)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-        yield
+        yield lease
     finally:
-        os.close(fd)  # closing the descriptor releases the flock
+        lease.release()

@@ -20,16 +20,20 @@ from typing import TYPE_CHECKING
 from waterline.clock import SystemClock
 from waterline.engine import columns as C
 from waterline.engine import faults
-from waterline.engine.commits import commit_state, last_commit_metrics, record_state, table_exists, table_version
+from waterline.engine.commits import (
+    APP_COMMIT, SkippedCommit, check_committed, commit_state, is_conflict, last_commit_metrics, new_token,
+    record_state, table_exists, table_version, transaction_version,
+)
 from waterline.engine.event_time import target_waterline
 from waterline.engine.held_files import (
     HeldFile, candidate_partitions, outlook, read_held_files, single_ingest_partitions,
 )
-from waterline.engine.lease import feed_lease
+from waterline.engine.lease import Lease, feed_lease
 from waterline.engine.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
 from waterline.engine.sqltext import sql_string
 from waterline.engine.results import ReleaseResult, TierRelease
 from waterline.engine.tables import held_state, read_delta, tier_state
+from waterline.errors import WaterlineError
 from waterline.semantics import NEG_INF, POS_INF
 
 if TYPE_CHECKING:
@@ -51,6 +55,7 @@ class _TierStep:
     s0: int
     w: int
     seq: int
+    n: int  # the tier state's commit number this step commits (Delta txnVersion)
 
     @property
     def low(self) -> int:
@@ -76,34 +81,50 @@ class _TierStep:
 def release(spark: "SparkSession", spec: "FeedSpec", *, as_of_us: int | None = None, clock=None) -> ReleaseResult:
     """Advance every tier not on hold to W and publish what became due."""
     clock = clock or SystemClock()
-    with feed_lease(spec.feed_dir, feed=spec.feed):
-        now = clock.now_us()
-        hstate = held_state(spec)
-        seq = hstate.get("seq", 0)
-        target = target_waterline(spec, hstate, now, as_of_us)
-        results: dict[str, TierRelease] = {}
-        if table_exists(spec.held_path):
-            held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
-            steps = []
-            for tier in spec.tiers:
-                step_or_result = _plan_step(spec, tier, held, target, seq)
-                if isinstance(step_or_result, TierRelease):
-                    results[tier] = step_or_result
-                else:
-                    steps.append(step_or_result)
-            if steps:
-                files = read_held_files(spec.held_path, spec.tiers)
-                outlooks = _outlook(held, files, steps)
-                single = single_ingest_partitions(files)
-                for i, step in enumerate(steps):
-                    faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
-                    partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.s0, w=step.w)
-                    results[step.tier] = _apply_with_retries(
-                        spark, spec, step, held, partitions, single, *outlooks[step.tier]
-                    )
-        results = {t: results[t] for t in spec.tiers if t in results}
-        w = max([target] + [r.w_us for r in results.values() if not r.held])
-        return ReleaseResult(feed=spec.feed, requested_us=as_of_us, w_us=w, seq=seq, tiers=results)
+    with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
+        for attempt in range(_RETRIES):
+            try:
+                return _release_locked(spark, spec, as_of_us, clock, lease)
+            except Exception as exc:
+                # Lost a race (a conflicting commit, or Delta skipped ours as already applied):
+                # plan again from the tiers' new states, so W_T never goes back and no step
+                # computed from a stale state is applied.
+                if not (isinstance(exc, SkippedCommit) or is_conflict(exc)):
+                    raise
+                lease.check()
+                if attempt == _RETRIES - 1:
+                    raise WaterlineError(f"feed {spec.feed}: release lost {_RETRIES} commit races") from exc
+    raise AssertionError("unreachable")
+
+
+def _release_locked(spark, spec: "FeedSpec", as_of_us, clock, lease: Lease) -> ReleaseResult:
+    now = clock.now_us()
+    hstate = held_state(spec)
+    seq = hstate.get("seq", 0)
+    target = target_waterline(spec, hstate, now, as_of_us)
+    results: dict[str, TierRelease] = {}
+    if table_exists(spec.held_path):
+        held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
+        steps = []
+        for tier in spec.tiers:
+            step_or_result = _plan_step(spec, tier, held, target, seq)
+            if isinstance(step_or_result, TierRelease):
+                results[tier] = step_or_result
+            else:
+                steps.append(step_or_result)
+        if steps:
+            files = read_held_files(spec.held_path, spec.tiers)
+            outlooks = _outlook(held, files, steps)
+            single = single_ingest_partitions(files)
+            for i, step in enumerate(steps):
+                faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
+                partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.s0, w=step.w)
+                results[step.tier] = _apply(
+                    spark, spec, step, held, partitions, single, *outlooks[step.tier], lease=lease
+                )
+    results = {t: results[t] for t in spec.tiers if t in results}
+    w = max([target] + [r.w_us for r in results.values() if not r.held])
+    return ReleaseResult(feed=spec.feed, requested_us=as_of_us, w_us=w, seq=seq, tiers=results)
 
 
 def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq: int):
@@ -116,21 +137,16 @@ def _plan_step(spec: "FeedSpec", tier: str, held: "DataFrame", target: int, seq:
     w = target if w0 is None else max(w0, target)  # the waterline never goes back
     if w0 is not None and w == w0 and seq == s0:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.get("next_due"))
-    return _TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq)
+    return _TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.get("n", 0) + 1)
 
 
-def _apply_with_retries(spark, spec, step, held, partitions, single, next_due, pending) -> TierRelease:
-    for attempt in range(_RETRIES):
-        try:
-            return _apply(spark, spec, step, held, partitions, single, next_due, pending)
-        except Exception as exc:  # Delta's optimistic concurrency: recompute from the new state
-            if attempt == _RETRIES - 1 or "Concurrent" not in type(exc).__name__ + str(exc)[:200]:
-                raise
-    raise AssertionError("unreachable")
+def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, single, next_due, pending, *,
+           lease: Lease) -> TierRelease:
+    """Commit the tier's new rows and its new (W_T, seq) together, then the state as the
+    table property too (it survives log cleanup; the MERGE's own state may not).
 
-
-def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, single, next_due, pending) -> TierRelease:
-    """Commit the tier's new rows and its new (W_T, seq) together."""
+    The MERGE carries the Delta transaction (``waterline.commit``, n): if another writer
+    already committed n, Delta skips it and `SkippedCommit` makes the caller replan."""
     from pyspark.sql import functions as F
 
     keys = [C.PARTITION, *spec.key]
@@ -138,9 +154,10 @@ def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, single, n
     metrics = {"inserted": 0, "updated": 0, "deleted": 0}
     reasons: dict[str, int] = {}
     new_state = {"op": "release", "tier": step.tier, "w": step.w, "seq": step.seq, "hold": False,
-                 "next_due": next_due, "pending": pending}
+                 "next_due": next_due, "pending": pending, "n": step.n, "token": new_token()}
     path = spec.tier_path(step.tier)
     before = table_version(path)
+    lease.check()  # the last moment a lost lease can stop the commit
     if partitions:
         desired = _desired(held, step, keys, payload, partitions, single).cache()
         try:
@@ -148,14 +165,17 @@ def _apply(spark, spec: "FeedSpec", step: _TierStep, held, partitions, single, n
                 r[_REASON]: r["n"] for r in desired.groupBy(_REASON).agg(F.count(F.lit(1)).alias("n")).collect()
             }
             if reasons:  # no candidate at all: skip the MERGE, record the state below
-                with commit_state(spark, new_state):
+                with commit_state(spark, new_state, app=APP_COMMIT, version=step.n):
                     _merge(spark, spec, step.tier, desired, keys, payload, partitions)
         finally:
             desired.unpersist()
     if table_version(path) != before:
+        check_committed(path, new_state["token"], after=before)
         metrics = _merge_metrics(path)
-    else:  # nothing changed rows (or nothing was due): the new (W_T, seq) still has to be recorded
-        record_state(spark, path, new_state)
+    elif (transaction_version(path, APP_COMMIT) or 0) >= step.n:
+        raise SkippedCommit(f"{path}: release commit n={step.n} already applied by another writer")
+    # nothing changed rows (or nothing was due), or after the MERGE: record (W_T, seq) where log cleanup keeps it
+    record_state(spark, path, new_state)
     return TierRelease(
         tier=step.tier, w_us=step.w, previous_w_us=step.w0, seq=step.seq,
         released=metrics["inserted"], updated=metrics["updated"], removed=metrics["deleted"],

@@ -6,7 +6,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from waterline.engine import columns as C
-from waterline.engine.commits import commit_state, latest_state, table_exists, temporary_conf
+from waterline.engine.commits import (
+    APP_SEQ, commit_state, latest_state, max_file_seq, table_exists, temporary_conf, transaction_version,
+)
+from waterline.errors import WaterlineError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -73,8 +76,28 @@ def creating_held_table(spark: "SparkSession", spec: "FeedSpec", schema: "Struct
 
 
 def held_state(spec: "FeedSpec") -> dict[str, Any]:
-    """The held table's state: ingest sequence counter and event-time bookkeeping."""
-    return latest_state(spec.held_path) or {"seq": 0, "sources": {}, "event_w": None}
+    """The held table's state: ingest sequence counter and event-time bookkeeping.
+
+    The sequence is the greatest of the state's, the ``waterline.seq`` transaction
+    version (kept across log cleanup) and, for tables written before that, the
+    files' ``_wl_seq`` statistics. An existing table never starts again at 0.
+    """
+    path = spec.held_path
+    state = latest_state(path)
+    if state is None and not table_exists(path):
+        return {"seq": 0, "sources": {}, "event_w": None, "n": 0}
+    state = dict(state or {"sources": {}, "event_w": None})
+    seqs = [state.get("seq"), transaction_version(path, APP_SEQ)]
+    if seqs == [None, None]:
+        seqs.append(max_file_seq(path))
+    known = [s for s in seqs if s is not None]
+    if not known:
+        raise WaterlineError(
+            f"feed {spec.feed}: held table {path} has no waterline state, transaction or sequence statistics; "
+            "it was not written by waterline, or its log was rewritten"
+        )
+    state["seq"] = max(known)
+    return state
 
 
 def tier_state(spec: "FeedSpec", tier: str) -> dict[str, Any]:
