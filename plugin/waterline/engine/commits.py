@@ -13,6 +13,8 @@ import json
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from waterline.engine.storage import delta_table, is_delta_table
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -22,9 +24,7 @@ _HISTORY_DEPTH = 50
 
 
 def table_exists(path: str) -> bool:
-    from deltalake import DeltaTable
-
-    return DeltaTable.is_deltatable(path)
+    return is_delta_table(path)
 
 
 def latest_state(path: str) -> dict[str, Any] | None:
@@ -32,11 +32,9 @@ def latest_state(path: str) -> dict[str, Any] | None:
 
     Commits by others (OPTIMIZE, VACUUM, ...) carry no state and are skipped.
     """
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
-    for commit in DeltaTable(path).history(_HISTORY_DEPTH):
+    for commit in delta_table(path).history(_HISTORY_DEPTH):
         state = parse_state(commit.get("userMetadata"))
         if state is not None:
             return state
@@ -45,11 +43,9 @@ def latest_state(path: str) -> dict[str, Any] | None:
 
 def states_since(path: str, *, key: str, after: int) -> list[dict[str, Any]]:
     """Waterline states of the newest commits whose ``state[key] > after``, newest first."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return []
-    table = DeltaTable(path)
+    table = delta_table(path)
     depth = _HISTORY_DEPTH
     while True:
         commits = table.history(depth)
@@ -74,11 +70,9 @@ _ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"
 def last_ingest_state(path: str, partition: str, *, depth: int = _HISTORY_DEPTH) -> dict[str, Any] | None:
     """The state of the newest ingest commit of ``partition`` among the last ``depth``
     commits, or None if it is older, absent, or a foreign commit may have changed rows since."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
-    for commit in DeltaTable(path).history(depth):
+    for commit in delta_table(path).history(depth):
         state = parse_state(commit.get("userMetadata"))
         if state is None:
             if commit.get("operation") in _ROW_PRESERVING:
@@ -90,9 +84,7 @@ def last_ingest_state(path: str, partition: str, *, depth: int = _HISTORY_DEPTH)
 
 
 def table_version(path: str) -> int | None:
-    from deltalake import DeltaTable
-
-    return DeltaTable(path).version() if DeltaTable.is_deltatable(path) else None
+    return delta_table(path).version() if is_delta_table(path) else None
 
 
 def record_state(spark: "SparkSession", path: str, state: Mapping[str, Any]) -> None:
@@ -112,9 +104,7 @@ def record_state(spark: "SparkSession", path: str, state: Mapping[str, Any]) -> 
 
 def last_commit_metrics(path: str) -> dict[str, int]:
     """The newest commit's operationMetrics (rows inserted, updated, deleted ...)."""
-    from deltalake import DeltaTable
-
-    metrics = DeltaTable(path).history(1)[0].get("operationMetrics") or {}
+    metrics = delta_table(path).history(1)[0].get("operationMetrics") or {}
     return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
 
 

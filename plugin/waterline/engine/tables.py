@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from waterline.engine import columns as C
 from waterline.engine.commits import commit_state, latest_state, table_exists, temporary_conf
+from waterline.engine.storage import delta_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -109,11 +110,9 @@ def ensure_tier_tables(spark: "SparkSession", spec: "FeedSpec", payload: "Struct
 def table_schema(path: str) -> "StructType":
     """A Delta table's schema as Spark types, from the log (no JVM, no data read)."""
     import json
-
-    from deltalake import DeltaTable
     from pyspark.sql.types import StructType
 
-    return StructType.fromJson(json.loads(DeltaTable(path).schema().to_json()))
+    return StructType.fromJson(json.loads(delta_table(path).schema().to_json()))
 
 
 def read_delta(spark: "SparkSession", path: str) -> "DataFrame":
