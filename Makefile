@@ -6,19 +6,27 @@ BIN     := $(VENV)/bin
 JARS    := $(VENV)/share/waterline/jars
 STAMP   := $(VENV)/.setup-stamp
 M2_DEPS := .cache/maven-deps
+# s3proxy (a real S3 server on loopback) for the s3a:// tests; never on Spark's classpath.
+S3PROXY := $(VENV)/share/waterline/s3proxy
+S3PROXY_VERSION := 4.1.0
 
 .PHONY: setup test demo bench dev lock clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/select_jars.py
+$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jars.pom.xml build/select_jars.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	mvn -q -B -f build/delta-jars.pom.xml dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
+	mvn -q -B -f build/s3-jars.pom.xml dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
 	$(BIN)/python build/select_jars.py $(M2_DEPS) $(JARS)
+	mvn -q -B -f build/delta-jars.pom.xml dependency:copy \
+	    -Dartifact=org.gaul:s3proxy:$(S3PROXY_VERSION):jar:jar-with-dependencies \
+	    -DoutputDirectory=$(CURDIR)/$(S3PROXY)
 	touch $(STAMP)
 
 test: setup

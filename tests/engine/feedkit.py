@@ -52,9 +52,9 @@ def read_tier(spark, spec, tier: str) -> dict[tuple, dict]:
 
     Timestamps come back as µs since the epoch, to compare with the oracle.
     """
-    from deltalake import DeltaTable
+    from waterline.engine.storage import delta_table, is_delta_table
 
-    table = DeltaTable(spec.tier_path(tier)).to_pyarrow_table()
+    table = delta_table(spec.tier_path(tier)).to_pyarrow_table()
     out = {}
     for r in table.to_pylist():
         key = (r["_wl_partition"], r["id"])

@@ -129,7 +129,7 @@ def test_changed_nulls_are_changes_identical_output_writes_nothing(spark, tmp_pa
 def test_foreign_commit_forces_a_full_diff(spark, tmp_path):
     """A row deleted from held by hand is restored by the next ingest: the fingerprint of the
     partition's last ingest is only trusted when no foreign commit touched rows since."""
-    from deltalake import DeltaTable
+    from waterline.engine.storage import delta_table, is_delta_table
 
     from waterline.engine.ingest import ingest
 
@@ -140,7 +140,7 @@ def test_foreign_commit_forces_a_full_diff(spark, tmp_path):
     spark.sql(f"DELETE FROM delta.`{spec.held_path}` WHERE id = 1")
     again = ingest(spark, spec, "a", clock=clock)
     assert (again.inserted, again.unchanged) == (1, 1)
-    assert DeltaTable(spec.held_path).to_pyarrow_table().num_rows == 2
+    assert delta_table(spec.held_path).to_pyarrow_table().num_rows == 2
 
 
 def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_path):
@@ -149,7 +149,7 @@ def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_pa
     (the row hash, and one in the payload) also gets one leaf, without which `deltalake`
     would read no statistics at all."""
     import pyarrow as pa
-    from deltalake import DeltaTable
+    from waterline.engine.storage import delta_table, is_delta_table
 
     from waterline.engine.ingest import ingest
 
@@ -158,7 +158,7 @@ def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_pa
     spec = make_spec(tmp_path, TIERS, transform=f"SELECT id, event_time, v, {nested}, {wide} FROM source")
     write_partition(tmp_path, "a", [_row(1), _row(2)])
     ingest(spark, spec, "a", clock=far_future_clock())
-    table = DeltaTable(spec.held_path)
+    table = delta_table(spec.held_path)
     stats_columns = table.metadata().configuration["delta.dataSkippingStatsColumns"].split(",")
     assert sorted(stats_columns) == sorted(
         ["_wl_seq", "_wl_tau__rt", "_wl_last__rt", "_wl_tau__d15", "_wl_last__d15", "`s-t`.inner.x", "_wl_hash.h1"]

@@ -118,7 +118,7 @@ def test_gc_drops_dead_versions_without_changing_tiers(spark, tmp_path):
 
 
 def test_concurrent_releases_apply_once(spark, tmp_path):
-    from deltalake import DeltaTable
+    from waterline.engine.storage import delta_table
 
     from waterline.engine.ingest import ingest
     from waterline.engine.release import release
@@ -127,7 +127,7 @@ def test_concurrent_releases_apply_once(spark, tmp_path):
     clock = FixedClock(NOW)
     write_partition(tmp_path, "a", [_row(i, "2026-01-01 10:00:00") for i in range(5)])
     ingest(spark, spec, "a", clock=clock)
-    before = DeltaTable(spec.tier_path("rt")).version()
+    before = delta_table(spec.tier_path("rt")).version()
     results, errors = [], []
 
     def run():
@@ -143,12 +143,12 @@ def test_concurrent_releases_apply_once(spark, tmp_path):
         t.join()
     assert not errors
     assert sorted(r.tiers["rt"].released for r in results) == [0, 5]
-    assert DeltaTable(spec.tier_path("rt")).version() == before + 1
+    assert delta_table(spec.tier_path("rt")).version() == before + 1
     assert len(read_tier(spark, spec, "rt")) == 5
 
 
 def test_tier_tables_are_plain_delta_for_other_readers(spark, tmp_path):
-    from deltalake import DeltaTable
+    from waterline.engine.storage import delta_table
 
     from waterline.engine.ingest import ingest
     from waterline.engine.release import release
@@ -158,7 +158,7 @@ def test_tier_tables_are_plain_delta_for_other_readers(spark, tmp_path):
     write_partition(tmp_path, "a", [_row(1, "2026-01-01 10:00:00")])
     ingest(spark, spec, "a", clock=clock)
     release(spark, spec, clock=clock)
-    table = DeltaTable(spec.tier_path("d15")).to_pyarrow_table()
+    table = delta_table(spec.tier_path("d15")).to_pyarrow_table()
     assert {"_wl_partition", "_wl_seq", "_wl_start", "_wl_end", "id", "v"} <= set(table.column_names)
     assert table.num_rows == 1
     assert table.column("_wl_start").to_pylist() == [parse_instant("2026-01-01T10:15:00Z")]

@@ -46,6 +46,17 @@ def test_absolute_and_uri_paths_are_kept(minimal, tmp_path):
     assert spec.source_path("source", "2026-01-02") == "s3a://bucket/ticks/2026-01-02/"
 
 
+def test_s3_warehouse_is_kept_as_written(minimal):
+    minimal["warehouse"] = "s3a://bucket/prefix/wh/"
+    spec = spec_from_dict(minimal, base_dir="/elsewhere")
+    assert spec.warehouse == "s3a://bucket/prefix/wh"
+    assert spec.feed_dir == "s3a://bucket/prefix/wh/ticks"
+    assert spec.held_path == "s3a://bucket/prefix/wh/ticks/held"
+    assert spec.quarantine_path == "s3a://bucket/prefix/wh/ticks/quarantine"
+    assert spec.tier_path(next(iter(spec.tiers))) == f"s3a://bucket/prefix/wh/ticks/tiers/{next(iter(spec.tiers))}"
+    assert spec_from_dict(spec.to_dict()) == spec
+
+
 def test_base_dir_defaults_to_cwd(minimal, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert spec_from_dict(minimal).warehouse == tmp_path / "wh"

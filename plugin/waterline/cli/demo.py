@@ -24,6 +24,7 @@ from typing import Callable
 from zoneinfo import ZoneInfo
 
 from waterline.cli import render
+from waterline.engine.storage import delta_table
 from waterline.errors import WaterlineError
 
 DEFAULT_ROOT = ".waterline/demo"
@@ -131,17 +132,13 @@ def _write_revision(root: Path, feed: str, day: str, revision: int) -> None:
 def read_tier(spec, tier: str, partition: str | None = None, columns: list[str] | None = None) -> list[dict]:
     """A tier table's rows, read without Spark (the tables are tiny)."""
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
-
-    dataset = DeltaTable(spec.tier_path(tier)).to_pyarrow_dataset()
+    dataset = delta_table(spec.tier_path(tier)).to_pyarrow_dataset()
     where = None if partition is None else ds.field("_wl_partition") == partition
     return dataset.to_table(filter=where, columns=columns).to_pylist()
 
 
 def count_tier(spec, tier: str) -> int:
-    from deltalake import DeltaTable
-
-    return DeltaTable(spec.tier_path(tier)).to_pyarrow_dataset().count_rows()
+    return delta_table(spec.tier_path(tier)).to_pyarrow_dataset().count_rows()
 
 
 # -- formatting --------------------------------------------------------------

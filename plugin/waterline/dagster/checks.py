@@ -27,6 +27,7 @@ from dagster import (
 from waterline.dagster import tables
 from waterline.dagster.metadata import check_metadata, timestamp
 from waterline.dagster.translator import HELD, WaterlineTranslator
+from waterline.engine.storage import delta_table
 
 if TYPE_CHECKING:
     from waterline.spec import FeedSpec
@@ -227,9 +228,7 @@ def quarantine_result(spec: "FeedSpec") -> AssetCheckResult:
         return AssetCheckResult(passed=True, severity=AssetCheckSeverity.WARN,
                                 description="no quarantine table (nothing was ever quarantined)",
                                 metadata={"quarantined": MetadataValue.int(0)})
-    from deltalake import DeltaTable
-
-    arrow = DeltaTable(path).to_pyarrow_table(columns=["_wl_partition", "_wl_reason"])
+    arrow = delta_table(path).to_pyarrow_table(columns=["_wl_partition", "_wl_reason"])
     count = arrow.num_rows
     meta: dict[str, Any] = {"quarantined": MetadataValue.int(count), "dagster/uri": MetadataValue.path(path)}
     if count:

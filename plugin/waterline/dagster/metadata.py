@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from dagster import MetadataValue
 
 from waterline.dagster import tables
+from waterline.engine.storage import delta_table, is_delta_table
 from waterline.semantics import NEG_INF, POS_INF
 
 if TYPE_CHECKING:
@@ -108,13 +109,11 @@ def release_metadata(
 
 def _partition_rows(path: str, partitions: Sequence[str]) -> int | None:
     """Held versions of the given partitions, from Delta file statistics."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
     import pyarrow as pa
 
-    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    actions = pa.table(delta_table(path).get_add_actions(flatten=True))
     column = "partition._wl_partition"
     if column not in actions.column_names:
         return None

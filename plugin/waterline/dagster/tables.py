@@ -9,23 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 from waterline.engine.commits import parse_state
+from waterline.engine.storage import delta_table, is_delta_table
 
 
 def is_table(path: str) -> bool:
-    from deltalake import DeltaTable
-
-    return DeltaTable.is_deltatable(path)
+    return is_delta_table(path)
 
 
 def row_count(path: str) -> int | None:
     """Rows in the table's current version, from the Delta log's file statistics."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
     import pyarrow as pa
 
-    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    actions = pa.table(delta_table(path).get_add_actions(flatten=True))
     if actions.num_rows == 0:
         return 0
     counts = actions.column("num_records").to_pylist()
@@ -37,12 +34,10 @@ def row_count(path: str) -> int | None:
 def column_schema(path: str):
     """The table's columns as a Dagster ``TableSchema`` (None if there is no table)."""
     from dagster import TableColumn, TableSchema
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
     columns = []
-    for field in DeltaTable(path).schema().fields:
+    for field in delta_table(path).schema().fields:
         dtype = getattr(field.type, "type", None) or str(field.type)
         columns.append(TableColumn(name=field.name, type=str(dtype)))
     return TableSchema(columns=columns)
@@ -50,12 +45,10 @@ def column_schema(path: str):
 
 def waterline_states(path: str, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
     """``(version, state)`` of the table's waterline commits, oldest first."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return []
     out = []
-    for commit in DeltaTable(path).history(limit):
+    for commit in delta_table(path).history(limit):
         state = parse_state(commit.get("userMetadata"))
         if state is not None:
             out.append((int(commit["version"]), state))
@@ -69,11 +62,9 @@ def snapshot_state(path: str) -> tuple[int, dict[str, Any]] | None:
     Reading the rows of exactly that version (``versionAsOf``) pairs them with
     the right W_T even while a release commits concurrently.
     """
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
-    table = DeltaTable(path)
+    table = delta_table(path)
     version = table.version()
     for commit in table.history(50):
         if int(commit["version"]) > version:

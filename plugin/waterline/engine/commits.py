@@ -26,6 +26,8 @@ import json
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from waterline.engine.storage import delta_table, is_delta_table
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -51,9 +53,7 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 def table_exists(path: str) -> bool:
-    from deltalake import DeltaTable
-
-    return DeltaTable.is_deltatable(path)
+    return is_delta_table(path)
 
 
 def latest_state(path: str) -> dict[str, Any] | None:
@@ -64,11 +64,9 @@ def latest_state(path: str) -> dict[str, Any] | None:
     the ``waterline.commit`` transaction version Delta keeps across log cleanup.
     Raises `WaterlineError` if a newer waterline commit is known than any state found.
     """
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
-    table = DeltaTable(path)
+    table = delta_table(path)
     prop = _json(table.metadata().configuration.get(PROPERTY))
     prop = prop if isinstance(prop, dict) else None
     committed = table.transaction_version(APP_COMMIT)
@@ -102,27 +100,21 @@ def _json(raw: str | None) -> Any:
 
 def transaction_version(path: str, app: str) -> int | None:
     """The version of Delta transaction ``app`` on the table (kept across log cleanup)."""
-    from deltalake import DeltaTable
-
-    return DeltaTable(path).transaction_version(app) if DeltaTable.is_deltatable(path) else None
+    return delta_table(path).transaction_version(app) if is_delta_table(path) else None
 
 
 def max_file_seq(path: str) -> int | None:
     """The greatest ``_wl_seq`` among the held table's files, from their statistics."""
-    from deltalake import DeltaTable
-
-    actions = DeltaTable(path).get_add_actions(flatten=True).to_pydict()
+    actions = delta_table(path).get_add_actions(flatten=True).to_pydict()
     values = [v for v in actions.get("max._wl_seq", []) if v is not None]
     return max(values) if values else None
 
 
 def states_since(path: str, *, key: str, after: int) -> list[dict[str, Any]]:
     """Waterline states of the newest commits whose ``state[key] > after``, newest first."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return []
-    table = DeltaTable(path)
+    table = delta_table(path)
     depth = _HISTORY_DEPTH
     while True:
         commits = table.history(depth)
@@ -147,11 +139,9 @@ _ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"
 def last_ingest_state(path: str, partition: str, *, depth: int = _HISTORY_DEPTH) -> dict[str, Any] | None:
     """The state of the newest ingest commit of ``partition`` among the last ``depth``
     commits, or None if it is older, absent, or a foreign commit may have changed rows since."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
+    if not is_delta_table(path):
         return None
-    for commit in DeltaTable(path).history(depth):
+    for commit in delta_table(path).history(depth):
         state = parse_state(commit.get("userMetadata"))
         if state is None:
             if commit.get("operation") in _ROW_PRESERVING:
@@ -163,9 +153,7 @@ def last_ingest_state(path: str, partition: str, *, depth: int = _HISTORY_DEPTH)
 
 
 def table_version(path: str) -> int | None:
-    from deltalake import DeltaTable
-
-    return DeltaTable(path).version() if DeltaTable.is_deltatable(path) else None
+    return delta_table(path).version() if is_delta_table(path) else None
 
 
 def record_state(spark: "SparkSession", path: str, state: Mapping[str, Any]) -> None:
@@ -185,9 +173,7 @@ def record_state(spark: "SparkSession", path: str, state: Mapping[str, Any]) -> 
 
 def last_commit_metrics(path: str) -> dict[str, int]:
     """The newest commit's operationMetrics (rows inserted, updated, deleted ...)."""
-    from deltalake import DeltaTable
-
-    metrics = DeltaTable(path).history(1)[0].get("operationMetrics") or {}
+    metrics = delta_table(path).history(1)[0].get("operationMetrics") or {}
     return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
 
 
@@ -244,9 +230,7 @@ def check_committed(path: str, token: str, *, after: int | None) -> int:
     """The version of the commit whose state carries ``token`` (made after version
     ``after``); raises `SkippedCommit` if there is none: Delta skipped it as already
     applied, or another writer's commit replaced it."""
-    from deltalake import DeltaTable
-
-    table = DeltaTable(path)
+    table = delta_table(path)
     newest = table.version()
     depth = newest - (-1 if after is None else after)
     for commit in table.history(max(depth, 1)):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from waterline.engine import columns as C
+from waterline.engine.storage import delta_table
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,7 @@ class Outlook:
 def read_held_files(path: str, tiers: Iterable[str]) -> list[HeldFile]:
     """The held table's current files with the statistics a release needs."""
     import pyarrow as pa
-    from deltalake import DeltaTable
-
-    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pydict()
+    actions = pa.table(delta_table(path).get_add_actions(flatten=True)).to_pydict()
     n = len(actions["path"])
 
     def column(name: str) -> list:

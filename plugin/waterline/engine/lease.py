@@ -181,10 +181,14 @@ def _etag(body: bytes) -> str:
 
 def store_for(feed_dir: str) -> LeaseStore:
     """The lease store of a feed folder: S3 for ``s3a://``/``s3://`` URIs, else a local file."""
-    scheme = feed_dir.split("://", 1)[0].lower() if "://" in feed_dir else ""
-    if scheme in ("s3a", "s3", "s3n"):
+    from waterline.engine import storage
+
+    if storage.is_s3(feed_dir):
         return S3Store(feed_dir)
-    return LocalStore(feed_dir[len("file://"):] if scheme == "file" else feed_dir)
+    folder = storage.local_folder(feed_dir)
+    if folder is None:
+        raise WaterlineError(f"warehouse {feed_dir}: no lease store for this kind of location")
+    return LocalStore(folder)
 
 
 class Lease:

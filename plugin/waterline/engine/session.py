@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from waterline.engine import storage
 from waterline.errors import WaterlineError
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def spark_conf(config: SessionConfig | None = None) -> dict[str, str]:
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
     conf.update(DELTA_CONF)
     conf["spark.jars"] = ",".join(delta_jars())
+    conf.update(storage.spark_conf())  # s3a:// endpoint and credentials, from the AWS env vars
     conf.update(config.conf)
     return conf
 

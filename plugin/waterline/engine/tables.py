@@ -10,6 +10,7 @@ from waterline.engine.commits import (
     APP_SEQ, commit_state, latest_state, max_file_seq, table_exists, temporary_conf, transaction_version,
 )
 from waterline.errors import WaterlineError
+from waterline.engine.storage import delta_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -132,11 +133,9 @@ def ensure_tier_tables(spark: "SparkSession", spec: "FeedSpec", payload: "Struct
 def table_schema(path: str) -> "StructType":
     """A Delta table's schema as Spark types, from the log (no JVM, no data read)."""
     import json
-
-    from deltalake import DeltaTable
     from pyspark.sql.types import StructType
 
-    return StructType.fromJson(json.loads(DeltaTable(path).schema().to_json()))
+    return StructType.fromJson(json.loads(delta_table(path).schema().to_json()))
 
 
 def read_delta(spark: "SparkSession", path: str) -> "DataFrame":

@@ -162,7 +162,7 @@ def spec_from_dict(
 
     return FeedSpec(
         feed=feed,
-        warehouse=_resolve_local(check, data["warehouse"], base, "warehouse"),
+        warehouse=_warehouse(check, data["warehouse"], base),
         sources=sources,
         partitions=partitions,
         key=key,
@@ -374,11 +374,17 @@ def _resolve(path: str, base: Path) -> str:
     return str(expanded if expanded.is_absolute() else base / expanded)
 
 
-def _resolve_local(check: _Checker, value: Any, base: Path, key: str) -> Path:
-    text = check.text(value, key).strip()
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", text):
-        check.fail(key, f"expected a local folder, got the URI {text!r}")
-    return Path(_resolve(text, base))
+def _warehouse(check: _Checker, value: Any, base: Path) -> Path | str:
+    """A local folder (absolute Path) or an object-store URI kept as written (``s3a://bucket/prefix``)."""
+    text = check.text(value, "warehouse").strip()
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):/", text)
+    if not match:
+        return Path(_resolve(text, base))
+    if match.group(1).lower() not in ("s3a", "s3"):
+        check.fail("warehouse", f"expected a local folder or an s3a://bucket/prefix URI, got {text!r}")
+    if not re.match(r"^[A-Za-z0-9+.-]+://[^/]+", text):
+        check.fail("warehouse", f"expected s3a://bucket/prefix, got {text!r} (no bucket)")
+    return text.rstrip("/")
 
 
 def _describe(value: Any) -> str:

@@ -93,11 +93,13 @@ class FeedSpec:
 
     ``sources`` always maps source names to sources: a spec written with the
     single ``source:`` key has one source named ``"source"``. ``tiers`` keeps
-    the YAML order. Paths are absolute.
+    the YAML order. Paths are absolute. ``warehouse`` is a local folder (a
+    ``Path``) or an object-store URI kept as written (``s3a://bucket/prefix``,
+    a ``str``); table paths are strings either way.
     """
 
     feed: str
-    warehouse: Path
+    warehouse: Path | str
     sources: dict[str, SourceSpec]
     partitions: PartitionScheme
     key: tuple[str, ...]
@@ -119,21 +121,27 @@ class FeedSpec:
     @property
     def feed_dir(self) -> str:
         """``<warehouse>/<feed>``: every Delta table of the feed lives below it."""
-        return str(self.warehouse / self.feed)
+        return self._under_warehouse(self.feed)
 
     @property
     def held_path(self) -> str:
-        return str(self.warehouse / self.feed / "held")
+        return self._under_warehouse(self.feed, "held")
 
     @property
     def quarantine_path(self) -> str:
-        return str(self.warehouse / self.feed / "quarantine")
+        return self._under_warehouse(self.feed, "quarantine")
+
+    def _under_warehouse(self, *parts: str) -> str:
+        # `Path("s3a://b/p")` would collapse the `//`: URIs are joined as text.
+        if isinstance(self.warehouse, str):
+            return "/".join([self.warehouse.rstrip("/"), *parts])
+        return str(self.warehouse.joinpath(*parts))
 
     def tier_path(self, tier: str) -> str:
         """The Delta table consumers of ``tier`` read."""
         if tier not in self.tiers:
             raise SpecError(f"{self.origin}: tiers.{tier}: no such tier (tiers: {', '.join(self.tiers)})")
-        return str(self.warehouse / self.feed / "tiers" / tier)
+        return self._under_warehouse(self.feed, "tiers", tier)
 
     # -- sources --------------------------------------------------------------
     def source_path(self, source_name: str, partition: str) -> str:

@@ -1,0 +1,52 @@
+"""`waterline.engine.storage`: one place for where tables live and how to reach them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from waterline.engine import storage
+from waterline.engine.storage import S3Settings
+
+PROXY_ENV = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+
+
+def test_join_keeps_the_uri_slashes():
+    assert storage.join("s3a://b/wh/", "feed", "held") == "s3a://b/wh/feed/held"
+    assert storage.join("/data/wh", "feed", "held") == "/data/wh/feed/held"
+    assert storage.local_folder("s3a://b/wh") is None
+    assert str(storage.local_folder("file:///data/wh")) == "/data/wh"
+
+
+def test_custom_http_endpoint_means_path_style_and_no_tls():
+    conf = storage.spark_conf(S3Settings.from_env(PROXY_ENV))
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith("SimpleAWSCredentialsProvider")
+    options = storage.delta_storage_options("s3a://b/t", S3Settings.from_env(PROXY_ENV))
+    assert options["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
+    assert options["AWS_ALLOW_HTTP"] == "true"
+    assert options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] == "false"
+
+
+def test_aws_defaults_virtual_hosted_and_session_token():
+    env = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t", "AWS_DEFAULT_REGION": "eu-west-1"}
+    conf = storage.spark_conf(S3Settings.from_env(env))
+    assert "spark.hadoop.fs.s3a.endpoint" not in conf
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "false"
+    assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "eu-west-1"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith("TemporaryAWSCredentialsProvider")
+    assert storage.delta_storage_options("/local/t", S3Settings.from_env(env)) is None
+    assert storage.delta_storage_options("s3://b/t", S3Settings.from_env(env))["AWS_SESSION_TOKEN"] == "t"
+
+
+def test_path_style_can_be_forced_off():
+    settings = S3Settings.from_env({**PROXY_ENV, "WATERLINE_S3_PATH_STYLE": "false"})
+    assert storage.spark_conf(settings)["spark.hadoop.fs.s3a.path.style.access"] == "false"
+
+
+def test_importing_storage_starts_no_spark_and_no_deltalake():
+    code = "import sys, waterline.engine.storage; print('pyspark' in sys.modules, 'deltalake' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
