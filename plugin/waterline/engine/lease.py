@@ -194,8 +194,9 @@ def store_for(feed_dir: str) -> LeaseStore:
 class Lease:
     """A held lease: renewed in the background until `release`; `check` before committing."""
 
-    def __init__(self, store: LeaseStore, *, feed: str, ttl_s: float, margin_s: float | None = None) -> None:
-        self.store, self.feed, self.ttl_s = store, feed, ttl_s
+    def __init__(self, store: LeaseStore, *, feed: str, ttl_s: float, margin_s: float | None = None,
+                 skew_s: float = SKEW_S) -> None:
+        self.store, self.feed, self.ttl_s, self.skew_s = store, feed, ttl_s, skew_s
         self.margin_s = ttl_s / 4 if margin_s is None else margin_s
         self.owner = f"{socket.gethostname()} pid {os.getpid()}"
         self.token = uuid.uuid4().hex
@@ -220,7 +221,7 @@ class Lease:
                 return "(released while looking)"
             body, seen = current
             holder = _parse(body)
-            if holder is not None and time.time() < holder.get("expires_at", 0) + SKEW_S:
+            if holder is not None and time.time() < holder.get("expires_at", 0) + self.skew_s:
                 return str(holder.get("owner", "another process"))
             expires = time.time() + self.ttl_s
             etag = self.store.replace(self._body(expires), seen)  # expired (or unreadable): take it over
