@@ -1,0 +1,64 @@
+"""One of several drivers ingesting and releasing ONE feed at once (a separate Spark driver).
+
+``python -m tests.engine.concurrency_driver ROOT WAREHOUSE PARTITION SEED OPS`` runs OPS
+random operations: an ingest of its own partition (a new random output) or a release
+at a random waterline. Every ingested output is printed as one JSON line, in order,
+so the test can rebuild the model of that partition.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+from tests.engine.feedkit import far_future_clock, make_spec, write_partition
+from tests.engine.model import MINUTE, POLICIES
+
+BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
+TIERS = {t: POLICIES[t] for t in ("d10", "win", "mixed")}
+KEYS = 5
+
+
+def spec_for(root: Path, warehouse: str):
+    return make_spec(root, TIERS, warehouse=warehouse)
+
+
+def random_output(rng: random.Random, partition: str) -> list[dict]:
+    from waterline.clock import format_instant
+
+    def iso(us):
+        return format_instant(us).replace("T", " ").rstrip("Z")
+
+    return [
+        {"id": k, "event_time": iso(BASE_US + rng.randrange(0, 120) * MINUTE),
+         "status": rng.choice(["final", "prelim"]), "embargo_until": None, "v": rng.choice("xyz")}
+        for k in range(KEYS) if rng.random() < 0.8
+    ]
+
+
+def main(root: Path, warehouse: str, partition: str, seed: int, ops: int) -> None:
+    from waterline.engine.ingest import ingest
+    from waterline.engine.release import release
+    from waterline.engine.session import SessionConfig, get_session
+
+    spark = get_session(SessionConfig(master="local[1]", conf={"spark.driver.memory": "640m"}))
+    spec = spec_for(root, warehouse)
+    clock = far_future_clock()
+    rng = random.Random(seed)
+    for _ in range(ops):
+        if rng.random() < 0.5:
+            rows = random_output(rng, partition)
+            write_partition(root, partition, rows)
+            result = ingest(spark, spec, partition, clock=clock)
+            print(json.dumps({"op": "ingest", "rows": rows, "seq": result.seq}), flush=True)
+        else:
+            as_of = BASE_US + rng.randrange(0, 150) * MINUTE
+            result = release(spark, spec, as_of_us=as_of, clock=clock)
+            print(json.dumps({"op": "release", "as_of": as_of, "w": result.w_us}), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
