@@ -84,7 +84,7 @@ RELEASE_PHASES = Phases(
     {
         "waterline.engine.release": [
             "held_state", "tier_state", "read_held_files", "candidate_partitions", "_outlook",
-            "_apply_with_retries", "_merge", "_merge_metrics", "record_state", "table_exists", "table_version",
+            "_apply", "_merge", "_merge_metrics", "record_state", "table_exists", "table_version",
         ],
     },
     {"waterline.engine.release": ["commit_state"]},

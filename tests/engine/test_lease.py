@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -78,3 +79,17 @@ def test_two_takers_of_an_expired_lease_one_wins(feed_dir):
     # both saw the same expired lease; only one conditional replace can succeed
     wins = [store.replace(a._body(time.time() + 30), etag), store.replace(b._body(time.time() + 30), etag)]
     assert sum(w is not None for w in wins) == 1
+
+
+def test_a_lease_of_a_killed_process_on_this_machine_is_taken_at_once(feed_dir):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    ghost = _lease(feed_dir, ttl_s=600)
+    body = json.loads(ghost._body(time.time() + 600))
+    body["pid"] = int(dead.stdout)  # a process that has exited (as after kill -9)
+    assert ghost.store.create(json.dumps(body).encode()) is not None
+    taker = _lease(feed_dir)
+    assert taker.try_acquire() is None
+    taker.release()

@@ -208,8 +208,8 @@ class Lease:
         self._thread: threading.Thread | None = None
 
     def _body(self, expires_at: float) -> bytes:
-        return json.dumps({"owner": self.owner, "token": self.token, "expires_at": expires_at,
-                           "written_at": time.time()}).encode()
+        return json.dumps({"owner": self.owner, "host": socket.gethostname(), "pid": os.getpid(),
+                           "token": self.token, "expires_at": expires_at, "written_at": time.time()}).encode()
 
     def try_acquire(self) -> str | None:
         """Take the lease if free or expired; None on success, else who holds it."""
@@ -221,7 +221,7 @@ class Lease:
                 return "(released while looking)"
             body, seen = current
             holder = _parse(body)
-            if holder is not None and time.time() < holder.get("expires_at", 0) + self.skew_s:
+            if holder is not None and time.time() < holder.get("expires_at", 0) + self.skew_s and _alive(holder):
                 return str(holder.get("owner", "another process"))
             expires = time.time() + self.ttl_s
             etag = self.store.replace(self._body(expires), seen)  # expired (or unreadable): take it over
@@ -269,6 +269,20 @@ class Lease:
                 except Exception:
                     pass  # it expires on its own
             self.etag = None
+
+
+def _alive(holder: dict) -> bool:
+    """False only for a holder on this machine whose process is gone (killed with -9):
+    its lease need not run out. Holders elsewhere are judged by their expiry alone."""
+    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+        return True
+    try:
+        os.kill(holder["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _parse(body: bytes) -> dict | None:
