@@ -94,17 +94,20 @@ def test_engine_matches_semantics(spark, seed):
     STATS["histories"] += HISTORIES_PER_EXAMPLE
 
 
-def run_histories(spark, seed: int, *, histories: int = HISTORIES_PER_EXAMPLE, warehouse: str | None = None) -> None:
+def run_histories(
+    spark, seed: int, *, histories: int = HISTORIES_PER_EXAMPLE, warehouse: str | None = None, steps: int = 6
+) -> None:
     """One example: ``histories`` random histories of one feed, tiers checked after every release.
 
     ``warehouse`` (e.g. an ``s3a://`` URI) replaces the temp folder's; sources stay local.
+    ``steps`` ingests or releases follow the first ingest (then a final release).
     """
     from waterline.engine.ingest import ingest
     from waterline.engine.release import release
     from waterline.engine.tables import tier_state
 
     rng = random.Random(seed)
-    plan = _plan(rng)
+    plan = _plan(rng, steps)
     root = Path(tempfile.mkdtemp(prefix="wl-diff-"))
     spec = make_spec(root, POLICIES, **({"warehouse": warehouse} if warehouse else {}))
     clock = far_future_clock()

@@ -24,14 +24,18 @@ from tests.engine.test_release_differential import BASE_US, _iso, run_histories
 
 pytestmark = pytest.mark.spark
 
+# Each example is one seed's random plan run on S3_HISTORIES histories at once (the local
+# differential test runs 50 per example, with 6 steps); WATERLINE_S3_EXAMPLES adds seeds.
+# Seed 99 re-ingests partition a twice, then releases forward, back (W stays) and to the end.
 S3_HISTORIES = int(os.environ.get("WATERLINE_S3_HISTORIES", "10"))
-S3_SEEDS = (7, 20260105)
+S3_STEPS = int(os.environ.get("WATERLINE_S3_STEPS", "5"))
+S3_SEEDS = (99, 424242, 20260105, 7)[: max(1, int(os.environ.get("WATERLINE_S3_EXAMPLES", "1")))]
 
 
 @pytest.mark.parametrize("seed", S3_SEEDS)
 def test_engine_matches_semantics_on_s3(s3_spark, s3proxy, seed):
     warehouse = s3proxy.uri(f"diff-{seed}-{uuid.uuid4().hex[:6]}")
-    run_histories(s3_spark, seed, histories=S3_HISTORIES, warehouse=warehouse)
+    run_histories(s3_spark, seed, histories=S3_HISTORIES, warehouse=warehouse, steps=S3_STEPS)
     keys = s3proxy.client().list_objects_v2(Bucket=s3proxy.bucket, Prefix=warehouse.split("/", 3)[3] + "/f/held/_delta_log/")
     assert keys.get("KeyCount", 0) > 0, "the held table is not in the bucket"
 
