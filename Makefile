@@ -37,6 +37,7 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.s3
 
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \

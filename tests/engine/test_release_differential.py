@@ -89,21 +89,34 @@ def _plan(rng: random.Random, length: int = 6) -> list[tuple[str, object]]:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_engine_matches_semantics(spark, seed):
+    run_histories(spark, seed)
+    STATS["examples"] += 1
+    STATS["histories"] += HISTORIES_PER_EXAMPLE
+
+
+def run_histories(
+    spark, seed: int, *, histories: int = HISTORIES_PER_EXAMPLE, warehouse: str | None = None, steps: int = 6
+) -> None:
+    """One example: ``histories`` random histories of one feed, tiers checked after every release.
+
+    ``warehouse`` (e.g. an ``s3a://`` URI) replaces the temp folder's; sources stay local.
+    ``steps`` ingests or releases follow the first ingest (then a final release).
+    """
     from waterline.engine.ingest import ingest
     from waterline.engine.release import release
     from waterline.engine.tables import tier_state
 
     rng = random.Random(seed)
-    plan = _plan(rng)
+    plan = _plan(rng, steps)
     root = Path(tempfile.mkdtemp(prefix="wl-diff-"))
-    spec = make_spec(root, POLICIES)
+    spec = make_spec(root, POLICIES, **({"warehouse": warehouse} if warehouse else {}))
     clock = far_future_clock()
     model = FeedModel(POLICIES)
-    outputs = {p: {h: {} for h in range(HISTORIES_PER_EXAMPLE)} for p in ("a", "b")}
+    outputs = {p: {h: {} for h in range(histories)} for p in ("a", "b")}
     w_t = None
     for op, arg in plan + [("release", 200)]:
         if op == "ingest":
-            for h in range(HISTORIES_PER_EXAMPLE):
+            for h in range(histories):
                 keys = range(h * 100, h * 100 + KEYS_PER_HISTORY)
                 outputs[arg][h] = _next_output(rng, outputs[arg][h], keys)
             rows = [r for h in outputs[arg].values() for r in h.values()]
@@ -124,8 +137,6 @@ def test_engine_matches_semantics(spark, seed):
                 outlook = (result.tiers[tier].next_due_us, tier_state(spec, tier)["pending"])
                 assert outlook == expected_outlook(model, tier, w_t), f"outlook {tier} at W={w_t}, seed {seed}"
                 STATS["tier_checks"] += 1
-    STATS["examples"] += 1
-    STATS["histories"] += HISTORIES_PER_EXAMPLE
 
 
 def _to_source(row: dict) -> dict:

@@ -50,3 +50,11 @@ def test_importing_storage_starts_no_spark_and_no_deltalake():
     code = "import sys, waterline.engine.storage; print('pyspark' in sys.modules, 'deltalake' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_s3_client_reaches_the_store_the_env_names(s3proxy):
+    bucket, key = storage.split_s3(s3proxy.uri("probe/client.txt"))
+    assert (bucket, key) == (s3proxy.bucket, "probe/client.txt")
+    client = storage.s3_client()
+    client.put_object(Bucket=bucket, Key=key, Body=b"hello")
+    assert s3proxy.client().get_object(Bucket=bucket, Key=key)["Body"].read() == b"hello"

@@ -123,8 +123,9 @@ class S3Store:
     """
 
     def __init__(self, uri: str, client=None) -> None:
-        rest = uri.split("://", 1)[1]
-        self.bucket, _, prefix = rest.partition("/")
+        from waterline.engine.storage import split_s3
+
+        self.bucket, prefix = split_s3(uri)
         self.key = "/".join(p for p in (prefix.strip("/"), LEASE_NAME) if p)
         self.where = f"s3://{self.bucket}/{self.key}"
         self.client = client or _s3_client()
@@ -162,17 +163,9 @@ class S3Store:
 
 def _s3_client():
     """A boto3 S3 client with the warehouse's endpoint and credentials (`engine.storage`)."""
-    import boto3
-    from botocore.config import Config
+    from waterline.engine.storage import s3_client
 
-    from waterline.engine.storage import S3Settings
-
-    s = S3Settings.from_env()
-    return boto3.client(
-        "s3", endpoint_url=s.endpoint, region_name=s.region or "us-east-1",
-        aws_access_key_id=s.access_key, aws_secret_access_key=s.secret_key, aws_session_token=s.session_token,
-        config=Config(s3={"addressing_style": "path" if s.path_style else "auto"}, retries={"max_attempts": 3}),
-    )
+    return s3_client()
 
 
 def _etag(body: bytes) -> str:

@@ -161,6 +161,35 @@ def delta_storage_options(path: str, settings: S3Settings | None = None) -> dict
     return options
 
 
+def split_s3(uri: str) -> tuple[str, str]:
+    """``s3a://bucket/some/key`` -> ``("bucket", "some/key")``."""
+    if not is_s3(uri):
+        raise ValueError(f"not an S3 URI: {uri!r}")
+    bucket, _, key = uri[_URI.match(uri).end():].partition("/")
+    return bucket, key
+
+
+def s3_client(settings: S3Settings | None = None):
+    """A boto3 S3 client with the same endpoint, region, addressing style and keys as Spark's.
+
+    For what neither Spark nor deltalake offers, e.g. conditional puts (``If-None-Match``).
+    Without keys in the environment boto3's own credential chain applies.
+    """
+    import boto3
+    from botocore.config import Config
+
+    s = settings or S3Settings.from_env()
+    return boto3.client(
+        "s3",
+        endpoint_url=s.endpoint,
+        region_name=s.region or "us-east-1",
+        aws_access_key_id=s.access_key,
+        aws_secret_access_key=s.secret_key,
+        aws_session_token=s.session_token,
+        config=Config(s3={"addressing_style": "path" if s.path_style else "virtual"}),
+    )
+
+
 def _delta_rs_uri(path: str) -> str:
     """delta-rs names S3 ``s3://``; Spark's ``s3a://`` is the same bucket and key."""
     match = _URI.match(path)
