@@ -25,7 +25,7 @@ from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_outlook, ex
 pytestmark = pytest.mark.spark
 
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
-HISTORIES_PER_EXAMPLE = 50
+HISTORIES_PER_EXAMPLE = int(os.environ.get("WATERLINE_ENGINE_HISTORIES", "50"))
 KEYS_PER_HISTORY = 4
 EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "4"))
 STATS = {"examples": 0, "histories": 0, "releases": 0, "ingests": 0, "tier_checks": 0}
