@@ -26,7 +26,7 @@ pytestmark = [
 
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z, a Thursday (New Year's Day: NYSE closed)
 CALENDAR_POLICY = "wl_next_business_time(event_time, '08:30', 'America/New_York', 'XLON') <= WATERLINE()"
-TIERS = {**POLICIES, "cal": CALENDAR_POLICY}
+TIERS = {"d10": POLICIES["d10"], "mixed": POLICIES["mixed"], "emb": POLICIES["emb"], "cal": CALENDAR_POLICY}
 
 
 def _vis(tier, row):

@@ -28,6 +28,7 @@ BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
 HISTORIES_PER_EXAMPLE = int(os.environ.get("WATERLINE_ENGINE_HISTORIES", "50"))
 KEYS_PER_HISTORY = 4
 EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "4"))
+PLAN_LENGTH = int(os.environ.get("WATERLINE_ENGINE_PLAN_LENGTH", "6"))  # operations after the first ingest
 STATS = {"examples": 0, "histories": 0, "releases": 0, "ingests": 0, "tier_checks": 0}
 
 
@@ -94,7 +95,7 @@ def test_engine_matches_semantics(spark, seed):
     from waterline.engine.tables import tier_state
 
     rng = random.Random(seed)
-    plan = _plan(rng)
+    plan = _plan(rng, PLAN_LENGTH)
     root = Path(tempfile.mkdtemp(prefix="wl-diff-"))
     spec = make_spec(root, POLICIES)
     clock = far_future_clock()

@@ -6,7 +6,7 @@ WATERLINE_SPARK_MASTER or WATERLINE_SPARK_REMOTE set: a classic driver and a
 Connect client cannot share a process with this one's classic session (one
 SparkContext per JVM; pyspark switches a whole process to Connect once a Connect
 session exists). The subprocess runs the differential test (reduced: 1 example of
-10 histories) and `test_mode_scenario.py`.
+10 histories, 4 operations) and `test_mode_scenario.py`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def local_cluster(tmp_path_factory):
 
 def _run_mode(env_name: str, url: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("WATERLINE_SPARK_MASTER", "WATERLINE_SPARK_REMOTE")}
-    env.update({env_name: url, "WATERLINE_ENGINE_EXAMPLES": "1", "WATERLINE_ENGINE_HISTORIES": "10"})
+    env.update({env_name: url, "WATERLINE_ENGINE_EXAMPLES": "1", "WATERLINE_ENGINE_HISTORIES": "10",
+                "WATERLINE_ENGINE_PLAN_LENGTH": "4"})
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *MODULES],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
