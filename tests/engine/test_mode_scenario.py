@@ -116,3 +116,30 @@ def test_where_spark_runs(spark):
         assert sc.master == MASTER
         executors = sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # minus the driver
         assert executors == 2
+
+
+def test_dagster_definitions_ingest_and_release_here(tmp_path):
+    """The same Dagster definitions: ingest two partitions, run `f_release`, every check passes.
+    Over Connect, the run (this process) still has no JVM."""
+    import psutil
+    from dagster import AssetKey, DagsterInstance, materialize
+
+    from tests.dagster.feeds import rows, spec as make_feed, write_partition as write
+    from waterline.dagster import definitions_from_specs
+
+    feed = make_feed(tmp_path)
+    for partition in "ab":
+        write(tmp_path, partition, rows(partition))
+    defs = definitions_from_specs([feed])
+    assert ("spark.remote" in defs.resources["pyspark"].spark_config) == bool(REMOTE)
+    instance = DagsterInstance.local_temp(tempdir=str(tmp_path / "dagster_home"))
+    held = defs.get_assets_def(AssetKey(["f", "held"]))
+    ingested = materialize([held], instance=instance, resources={"pyspark": defs.resources["pyspark"]},
+                           tags={"dagster/asset_partition_range_start": "a", "dagster/asset_partition_range_end": "b"})
+    assert ingested.success
+    released = defs.get_job_def("f_release").execute_in_process(instance=instance)
+    assert released.success
+    assert all(e.passed for e in released.get_asset_check_evaluations())
+    assert set(read_tier(None, feed, "emb")) == {("a", 0), ("b", 100)}  # odd ids wait for 2099
+    if REMOTE:
+        assert not any("java" in p.name() for p in psutil.Process().children(recursive=True))
