@@ -29,6 +29,7 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.connect
 
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \
