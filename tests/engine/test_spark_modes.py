@@ -19,7 +19,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.spark
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "1") == "0",
+                       reason="WATERLINE_SPARK_MODES=0: cluster and Connect runs skipped"),
+]
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ["tests/engine/test_mode_scenario.py", "tests/engine/test_release_differential.py::test_engine_matches_semantics"]
 
