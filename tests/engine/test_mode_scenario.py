@@ -132,6 +132,7 @@ def test_dagster_definitions_ingest_and_release_here(tmp_path):
         write(tmp_path, partition, rows(partition))
     defs = definitions_from_specs([feed])
     assert ("spark.remote" in defs.resources["pyspark"].spark_config) == bool(REMOTE)
+    (tmp_path / "dagster_home").mkdir()
     instance = DagsterInstance.local_temp(tempdir=str(tmp_path / "dagster_home"))
     held = defs.get_assets_def(AssetKey(["f", "held"]))
     ingested = materialize([held], instance=instance, resources={"pyspark": defs.resources["pyspark"]},
