@@ -37,7 +37,11 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m bench
+<<<<<<< HEAD
 	$(BIN)/python -m bench.s3
+=======
+	$(BIN)/python -m bench.connect
+>>>>>>> connect
 
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -23,13 +24,13 @@ CASES = [
 def test_wl_functions_match_python(spark):
     from waterline.engine.functions import FUNCTIONS, register_functions
 
-    assert register_functions(spark) == FUNCTIONS
-    register_functions(spark)  # idempotent
+    assert register_functions(spark, calendars=("US", "XLON")) == FUNCTIONS
+    register_functions(spark, "SELECT 'XLON'")  # idempotent
     rows = ", ".join(
         f"(TIMESTAMP'{ts.replace('T', ' ').rstrip('Z')}', '{hhmm}', '{tz}', '{cal}', {i})"
         for i, (ts, hhmm, tz, cal) in enumerate(CASES)
     )
-    # One query (Python UDF round trips are the slow part): explicit calendars per
+    # One query: explicit calendars per
     # row, plus the default-calendar form, NULL handling and wl_is_business_day.
     got = spark.sql(
         f"""
@@ -56,3 +57,76 @@ def test_wl_functions_match_python(spark):
         assert row.business_day_us is is_business_day(date.fromisoformat(ts[:10]), "US")
     info = " ".join(r[0] for r in spark.sql("DESCRIBE FUNCTION EXTENDED wl_next_business_time").collect())
     assert "Deterministic: true" in info
+
+
+ZONES = ["America/New_York", "Europe/London", "Australia/Sydney", "America/Santiago", "Asia/Kolkata",
+         "Pacific/Auckland", "America/Sao_Paulo", "Europe/Berlin", "UTC", "Asia/Tokyo"]
+CALENDARS = ["NYSE", "XNYS", "US", "XLON", "weekdays", "GB-ENG"]
+TIMES = ["08:30", "00:30", "02:30", "01:30:15", "03:00", "23:59:59", "16:00", "9:05"]
+
+
+def _instants():
+    """Instants 1995-2075, half of them near a DST change of some zone (the second Sunday
+    of March, the last Sunday of March/October, the first Sunday of April/November)."""
+    from hypothesis import strategies as st
+
+    anywhere = st.integers(788_918_400_000_000, 3_345_062_400_000_000)
+    near_dst = st.builds(
+        lambda year, month, day, minute: parse_instant(f"{year}-{month:02d}-{day:02d}T00:00:00Z") + minute * 60_000_000,
+        st.integers(1995, 2074), st.sampled_from([3, 4, 9, 10, 11]), st.integers(1, 28), st.integers(-1440, 2 * 1440),
+    )
+    return st.one_of(anywhere, near_dst)
+
+
+@pytest.mark.spark
+def test_wl_next_business_time_matches_python_over_many_instants_and_zones(spark):
+    """Hypothesis draws batches of (instant, time of day, zone, calendar); one Spark query per batch."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from waterline.clock.durations import from_us
+    from waterline.engine.functions import register_functions
+
+    register_functions(spark, calendars=CALENDARS)
+    case = st.tuples(_instants(), st.sampled_from(TIMES), st.sampled_from(ZONES), st.sampled_from(CALENDARS))
+
+    @settings(max_examples=6, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.lists(case, min_size=150, max_size=300))
+    def check(cases):
+        rows = ", ".join(f"({i}, {ts}, '{at}', '{tz}', '{cal}')" for i, (ts, at, tz, cal) in enumerate(cases))
+        got = {
+            r.i: (r.due, r.bday)
+            for r in spark.sql(
+                "SELECT i, unix_micros(wl_next_business_time(timestamp_micros(ts), at, tz, cal)) AS due, "
+                "wl_is_business_day(to_date(from_utc_timestamp(timestamp_micros(ts), tz)), cal) AS bday "
+                f"FROM VALUES {rows} AS t(i, ts, at, tz, cal)"
+            ).collect()
+        }
+        for i, (ts, at, tz, cal) in enumerate(cases):
+            expected = next_business_time(ts, at, tz, cal)
+            assert got[i][0] == expected, (format_instant(ts), at, tz, cal, got[i][0] and format_instant(got[i][0]),
+                                           format_instant(expected))
+            local_day = from_us(ts).astimezone(ZoneInfo(tz)).date()
+            assert got[i][1] is is_business_day(local_day, cal), (local_day, cal)
+
+    check()
+
+
+@pytest.mark.spark
+def test_wl_functions_outside_the_generated_years_are_null_and_unknown_inputs_fail(spark):
+    """NULL beyond the generated business days (nothing is released early); an unregistered
+    calendar or a malformed time of day fails the query with a message naming it."""
+    from waterline.engine.functions import FIRST_DAY, LAST_DAY, register_functions
+
+    register_functions(spark)
+    row = spark.sql(
+        f"SELECT wl_next_business_time(TIMESTAMP'{LAST_DAY.year + 1}-06-01 00:00:00', '08:30', 'UTC') AS after, "
+        f"wl_next_business_time(TIMESTAMP'{FIRST_DAY.year - 1}-06-01 00:00:00', '08:30', 'UTC') AS before, "
+        f"wl_is_business_day(DATE'{LAST_DAY.year + 1}-06-01') AS day_after"
+    ).collect()[0]
+    assert (row.after, row.before, row.day_after) == (None, None, None)
+    with pytest.raises(Exception, match="calendar 'AU' is not registered"):
+        spark.sql("SELECT wl_is_business_day(DATE'2026-01-05', 'AU')").collect()
+    with pytest.raises(Exception, match="invalid time of day '8h30'"):
+        spark.sql("SELECT wl_next_business_time(TIMESTAMP'2026-01-05 00:00:00', '8h30', 'UTC')").collect()

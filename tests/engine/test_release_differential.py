@@ -25,9 +25,10 @@ from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_outlook, ex
 pytestmark = pytest.mark.spark
 
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
-HISTORIES_PER_EXAMPLE = 50
+HISTORIES_PER_EXAMPLE = int(os.environ.get("WATERLINE_ENGINE_HISTORIES", "50"))
 KEYS_PER_HISTORY = 4
 EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "4"))
+PLAN_LENGTH = int(os.environ.get("WATERLINE_ENGINE_PLAN_LENGTH", "6"))  # operations after the first ingest
 STATS = {"examples": 0, "histories": 0, "releases": 0, "ingests": 0, "tier_checks": 0}
 
 
@@ -95,7 +96,7 @@ def test_engine_matches_semantics(spark, seed):
 
 
 def run_histories(
-    spark, seed: int, *, histories: int = HISTORIES_PER_EXAMPLE, warehouse: str | None = None, steps: int = 6
+    spark, seed: int, *, histories: int = HISTORIES_PER_EXAMPLE, warehouse: str | None = None, steps: int = PLAN_LENGTH
 ) -> None:
     """One example: ``histories`` random histories of one feed, tiers checked after every release.
 

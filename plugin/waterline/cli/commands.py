@@ -16,10 +16,11 @@ def _spec(path: str):
     return load_spec(path)
 
 
-def _spark():
-    from waterline.engine.session import get_session
+def _spark(feed=None):
+    """The session for ``feed``: its `spark:` key, overridden by WATERLINE_SPARK_MASTER/REMOTE."""
+    from waterline.engine.session import SessionConfig, get_session
 
-    return get_session()
+    return get_session(SessionConfig.for_spec(getattr(feed, "spark", None)))
 
 
 def _instant(text: str | None) -> int | None:
@@ -63,7 +64,8 @@ def ingest(spec: str, partition: str) -> None:
     """Process one partition into the held table."""
     from waterline.engine.ingest import ingest as run
 
-    result = run(_spark(), _spec(spec), partition)
+    feed = _spec(spec)
+    result = run(_spark(feed), feed, partition)
     click.echo(render.ingest_line(result))
 
 
@@ -79,7 +81,7 @@ def backfill(spec: str, first: str, last: str) -> None:
     keys = feed.partitions.keys(first, last)
     if not keys:
         raise click.BadParameter(f"no partitions from {first} to {last}", param_hint="--from/--to")
-    spark = _spark()
+    spark = _spark(feed)
     results = []
     with click.progressbar(keys, label=f"backfill {feed.feed}", item_show_func=lambda k: k or "") as bar:
         for key in bar:
@@ -95,7 +97,8 @@ def release(spec: str, as_of: str | None) -> None:
     """Advance the waterline and publish what became due to every tier not on hold."""
     from waterline.engine.release import release as run
 
-    result = run(_spark(), _spec(spec), as_of_us=_instant(as_of))
+    feed = _spec(spec)
+    result = run(_spark(feed), feed, as_of_us=_instant(as_of))
     click.echo(render.release_table(result))
 
 
@@ -120,7 +123,8 @@ def hold(spec: str, tier: str) -> None:
     """Stop releasing a tier: it keeps its rows and W_T."""
     from waterline.engine.control import hold as run
 
-    run(_spark(), _spec(spec), tier)
+    feed = _spec(spec)
+    run(_spark(feed), feed, tier)
     click.echo(f"tier {tier}: on hold")
 
 
@@ -131,7 +135,8 @@ def resume(spec: str, tier: str) -> None:
     """Resume releasing a held tier (the next release catches it up)."""
     from waterline.engine.control import resume as run
 
-    run(_spark(), _spec(spec), tier)
+    feed = _spec(spec)
+    run(_spark(feed), feed, tier)
     click.echo(f"tier {tier}: resumed")
 
 
@@ -141,7 +146,8 @@ def gc(spec: str) -> None:
     """Drop held versions that can never change a tier again, and compact files."""
     from waterline.engine.gc import gc as run
 
-    result = run(_spark(), _spec(spec))
+    feed = _spec(spec)
+    result = run(_spark(feed), feed)
     click.echo(f"gc {result.feed}: removed {result.versions_removed} of {result.versions_before} held versions")
 
 
@@ -154,3 +160,8 @@ def demo(root: str) -> None:
     run_demo(root, echo=click.echo)
 
 
+
+
+from waterline.cli.spark import spark_group  # noqa: E402  (a verb group of its own module)
+
+cli.add_command(spark_group)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Union
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 
 SpecLike = Union[str, Path, "FeedSpec"]
 RESOURCE_KEY = "pyspark"
+RELEASE_CONCURRENCY_TAG = "waterline/release_feed"
+"""Tag on every ``<feed>_release`` run, valued with the feed: an instance's
+``tag_concurrency_limits`` entry on it with ``applyLimitPerUniqueValue`` and limit 1
+never runs two releases of one feed at once (docs/dagster.md)."""
 
 
 def ingest_job_name(spec: "FeedSpec") -> str:
@@ -75,7 +80,7 @@ def definitions_from_specs(
     if pyspark is None:
         from waterline.dagster.resources import default_pyspark_resource
 
-        pyspark = default_pyspark_resource()
+        pyspark = default_pyspark_resource(_session_config(specs))
 
     assets, checks, jobs, sensors = [], [], [], []
     for spec in specs:
@@ -92,7 +97,7 @@ def definitions_from_specs(
             selection=AssetSelection.assets(*tier_keys),
             executor_def=in_process_executor,
             description=f"Release every tier of feed {spec.feed} to the current waterline, then check the tiers.",
-            tags={"waterline/feed": spec.feed, "waterline/op": "release"},
+            tags={"waterline/feed": spec.feed, "waterline/op": "release", RELEASE_CONCURRENCY_TAG: spec.feed},
         )
         ingest_job = define_asset_job(
             ingest_job_name(spec),
@@ -111,3 +116,15 @@ def definitions_from_specs(
         resources={RESOURCE_KEY: pyspark},
         executor=executor,
     )
+
+
+def _session_config(specs: list["FeedSpec"]):
+    """The Spark of the shared resource: the specs' `spark:` key (they must agree), then the env."""
+    from waterline.engine.session import SessionConfig
+    from waterline.errors import WaterlineError
+
+    keys = {json.dumps(spec.spark.to_dict() if spec.spark else None, sort_keys=True) for spec in specs}
+    if len(keys) > 1:
+        names = ", ".join(f"{s.feed}: {s.spark.to_dict() if s.spark else 'default'}" for s in specs)
+        raise WaterlineError(f"spark: feeds in one Definitions must share one Spark ({names}); pass pyspark=")
+    return SessionConfig.for_spec(specs[0].spark if specs else None)

@@ -7,38 +7,37 @@ session starts when a run that needs Spark begins executing.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from functools import lru_cache
 from typing import Any
 
 from dagster import InitResourceContext
 from dagster_pyspark import PySparkResource
 
-from waterline.engine.session import SessionConfig, spark_conf
+from waterline.engine.session import SessionConfig, connect_conf, spark_conf
 
 RESOURCE_KEY = "pyspark"
 
 
 def waterline_spark_config(config: SessionConfig | None = None) -> dict[str, Any]:
-    """The ``spark_config`` of the resource: master and app name plus `spark_conf()`."""
+    """The ``spark_config`` of the resource.
+
+    Classic (local or a cluster): master, app name and `spark_conf()`. Spark Connect
+    (``WATERLINE_SPARK_REMOTE`` or a spec's ``spark.remote``): the remote URL and the
+    engine's session confs only, so a run process starts no JVM.
+    """
     config = config or SessionConfig.from_env()
-    out: dict[str, Any] = {}
     if config.remote:
-        out["spark.remote"] = config.remote
-    else:
-        out["spark.master"] = config.master
-    out["spark.app.name"] = "waterline-dagster"
-    if not config.remote:
-        out.update(spark_conf(config))
-    return out
+        return {"spark.remote": config.remote, **connect_conf(config)}
+    return {"spark.master": config.master, "spark.app.name": "waterline-dagster", **spark_conf(config)}
 
 
 class WaterlinePySparkResource(PySparkResource):
-    """``PySparkResource`` that also points Python UDF workers at this interpreter.
+    """``PySparkResource`` that also points Python workers at this interpreter.
 
-    waterline's calendar functions are Python UDFs: their workers must run the
-    interpreter that has waterline installed (``PYSPARK_PYTHON``).
+    waterline's own functions are pure Spark SQL; a feed's `job` may still use
+    Python UDFs, whose workers must run an interpreter that has its code.
     """
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
@@ -51,7 +50,15 @@ class WaterlinePySparkResource(PySparkResource):
             pass
 
 
-@lru_cache(maxsize=1)
-def default_pyspark_resource() -> WaterlinePySparkResource:
-    """One shared instance, so definitions of several feeds merge without conflicts."""
-    return WaterlinePySparkResource(spark_config=waterline_spark_config())
+_SHARED: dict[str, WaterlinePySparkResource] = {}
+
+
+def default_pyspark_resource(config: SessionConfig | None = None) -> WaterlinePySparkResource:
+    """One shared instance per Spark config, so definitions of several feeds merge without conflicts.
+
+    ``config`` defaults to the environment (WATERLINE_SPARK_MASTER / _REMOTE, else local)."""
+    spark_config = waterline_spark_config(config or SessionConfig.from_env())
+    key = json.dumps(spark_config, sort_keys=True)
+    if key not in _SHARED:
+        _SHARED[key] = WaterlinePySparkResource(spark_config=spark_config)
+    return _SHARED[key]

@@ -16,6 +16,7 @@ from waterline.engine import columns as C
 from waterline.engine.commits import APP_COMMIT, commit_state, new_token, record_state, table_exists
 from waterline.engine.lease import feed_lease
 from waterline.engine.results import GcResult
+from waterline.engine.sqltext import delta_path, temp_view
 from waterline.engine.tables import held_state, read_delta, tier_state
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 
 def gc(spark: "SparkSession", spec: "FeedSpec", *, compact: bool = True) -> GcResult:
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     if not table_exists(spec.held_path):
@@ -63,13 +63,14 @@ def gc(spark: "SparkSession", spec: "FeedSpec", *, compact: bool = True) -> GcRe
         if removed:  # deleting dead versions is idempotent anyway; the txn makes a replay skip
             with commit_state(spark, state, app=APP_COMMIT, version=n):
                 on = " AND ".join(f"h.`{k}` = d.`{k}`" for k in [*keys, C.SEQ])
-                DeltaTable.forPath(spark, spec.held_path).alias("h").merge(dead.alias("d"), on) \
-                    .whenMatchedDelete().execute()
+                with temp_view(dead, "_wl_dead") as source:  # SQL: the same over Spark Connect
+                    spark.sql(f"MERGE INTO {delta_path(spec.held_path)} AS h USING {source} AS d ON {on} "
+                              "WHEN MATCHED THEN DELETE")
             # The held state (seq, event time) must stay findable after log cleanup too.
             record_state(spark, spec.held_path, state)
         with commit_state(spark, state):
             if compact and removed:
-                DeltaTable.forPath(spark, spec.held_path).optimize().executeCompaction()
+                spark.sql(f"OPTIMIZE {delta_path(spec.held_path)}")
         dead.unpersist()
         return GcResult(feed=spec.feed, versions_before=total, versions_removed=removed,
                         files_compacted=bool(compact and removed))

@@ -127,7 +127,9 @@ def profile_checking_duplicates(spec: "FeedSpec", partition: str, rows: "DataFra
     from pyspark.sql import functions as F
 
     valid = rows.filter(F.col(REASON).isNull())
-    if SOURCE_COLUMN in rows.columns:  # per-source maxima need a grouping: two jobs
+    # Per-source maxima need a grouping, and Spark refuses SQL functions (the wl_* calendar
+    # functions) inside observed metrics: two jobs then.
+    if SOURCE_COLUMN in rows.columns or any(_calls_sql_function(plan.tau_sql()) for plan in plans.values()):
         result = profile(spec, rows, payload, plans)
         check_duplicates(spec, partition, valid)
         return result
@@ -139,6 +141,12 @@ def profile_checking_duplicates(spec: "FeedSpec", partition: str, rows: "DataFra
     except Exception:  # Spark reports no metrics for an empty output
         return profile(spec, rows, payload, plans)
     return _combine(spec, rows, payload, plans, [dict(metrics, s="*")])
+
+
+def _calls_sql_function(sql: str) -> bool:
+    from waterline.engine.functions import FUNCTIONS
+
+    return any(name in sql.lower() for name in FUNCTIONS)
 
 
 def _combine(spec, rows, payload, plans, groups: list[dict]) -> Profile:

@@ -30,7 +30,7 @@ from waterline.engine.held_files import (
 )
 from waterline.engine.lease import Lease, feed_lease
 from waterline.engine.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
-from waterline.engine.sqltext import sql_string
+from waterline.engine.sqltext import delta_path, sql_string, temp_view
 from waterline.engine.results import ReleaseResult, TierRelease
 from waterline.engine.tables import held_state, read_delta, tier_state
 from waterline.errors import WaterlineError
@@ -234,20 +234,20 @@ def _desired(held, step: _TierStep, keys, payload, partitions, single) -> "DataF
 
 
 def _merge(spark, spec, tier, desired, keys, payload, partitions) -> None:
-    from delta.tables import DeltaTable
-
+    """One SQL MERGE of the desired rows into the tier (SQL, so it runs over Spark Connect too)."""
     in_partitions = ", ".join(sql_string(p) for p in partitions)
     on = " AND ".join([f"t.`{k}` = s.`{k}`" for k in keys] + [f"t.{C.PARTITION} IN ({in_partitions})"])
-    columns = payload + [C.PARTITION, C.SEQ, C.START, C.END]
-    values = {f"`{c}`": f"s.`{c}`" for c in columns}
+    columns = [f"`{c}`" for c in payload + [C.PARTITION, C.SEQ, C.START, C.END]]
     changed = f"t.{C.SEQ} <> s.{C.SEQ} OR t.{C.START} <> s.{C.START} OR t.{C.END} <> s.{C.END}"
-    (
-        DeltaTable.forPath(spark, spec.tier_path(tier)).alias("t").merge(desired.alias("s"), on)
-        .whenMatchedDelete(condition=f"NOT s.{_PRESENT}")
-        .whenMatchedUpdate(condition=f"s.{_PRESENT} AND ({changed})", set=values)
-        .whenNotMatchedInsert(condition=f"s.{_PRESENT}", values=values)
-        .execute()
-    )
+    with temp_view(desired) as source:
+        spark.sql(
+            f"MERGE INTO {delta_path(spec.tier_path(tier))} AS t USING {source} AS s ON {on} "
+            f"WHEN MATCHED AND NOT s.{_PRESENT} THEN DELETE "
+            f"WHEN MATCHED AND s.{_PRESENT} AND ({changed}) THEN UPDATE SET "
+            + ", ".join(f"{c} = s.{c}" for c in columns)
+            + f" WHEN NOT MATCHED AND s.{_PRESENT} THEN INSERT ({', '.join(columns)}) "
+            f"VALUES ({', '.join(f's.{c}' for c in columns)})"
+        )
 
 
 def _merge_metrics(path: str) -> dict[str, int]:

@@ -40,7 +40,7 @@ def compile_tiers(spark: "SparkSession", spec: "FeedSpec", df: "DataFrame") -> d
     from waterline.engine.functions import register_functions
     from waterline.policy import compile_policy
 
-    register_functions(spark)
+    register_functions(spark, *spec.tiers.values())  # adds the calendars the policies name
     columns = {f.name: f.dataType.simpleString() for f in df.schema.fields if not C.is_system(f.name)}
     typer = spark_typer(spark, df)
     return {

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from waterline.engine import storage
 from waterline.errors import WaterlineError
@@ -55,27 +55,99 @@ def delta_jars() -> list[str]:
     return jars
 
 
+MASTER_ENV = "WATERLINE_SPARK_MASTER"
+REMOTE_ENV = "WATERLINE_SPARK_REMOTE"
+DEFAULT_MASTER = "local[2]"
+_MASTER_SCHEMES = ("local", "spark://", "yarn", "k8s://", "mesos://")
+
+# Session confs the engine relies on in every mode; over Spark Connect they are the
+# only ones a client can set (static confs belong to the server).
+ENGINE_SESSION_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.databricks.delta.autoCompact.enabled": "false",
+}
+
+
 @dataclass(frozen=True)
 class SessionConfig:
-    """Where Spark runs. ``master`` for classic Spark, ``remote`` for Spark Connect."""
+    """Where Spark runs: ``master`` for classic Spark (local or a cluster), ``remote``
+    (``sc://host:port``) for Spark Connect; ``conf`` is added to (and wins over) waterline's.
 
-    master: str = "local[2]"
+    Precedence, most specific last: the default (``local[2]``), the spec's ``spark:``
+    key, then the environment (``WATERLINE_SPARK_MASTER`` / ``WATERLINE_SPARK_REMOTE``),
+    as explicit run-time settings override a file. Either env variable replaces both
+    of the spec's: a remote and a master never mix.
+    """
+
+    master: str = DEFAULT_MASTER
     remote: str | None = None
     app_name: str = "waterline"
     conf: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_master(self.master, MASTER_ENV)
+        if self.remote is not None:
+            check_remote(self.remote, REMOTE_ENV)
+
+    @property
+    def mode(self) -> str:
+        """``connect``, ``local`` or ``cluster``."""
+        if self.remote:
+            return "connect"
+        return "local" if self.master.startswith("local") else "cluster"
+
     @classmethod
-    def from_env(cls) -> "SessionConfig":
-        return cls(
-            master=os.environ.get("WATERLINE_SPARK_MASTER", "local[2]"),
-            remote=os.environ.get("WATERLINE_SPARK_REMOTE") or None,
+    def from_env(cls, base: "SessionConfig | None" = None) -> "SessionConfig":
+        """``base`` (default: local) with the environment's master or remote applied."""
+        base = base or cls()
+        master, remote = os.environ.get(MASTER_ENV) or None, os.environ.get(REMOTE_ENV) or None
+        if master and remote:
+            raise WaterlineError(f"set only one of {MASTER_ENV} and {REMOTE_ENV}")
+        if remote:
+            check_remote(remote, REMOTE_ENV)
+            return replace(base, remote=remote, master=DEFAULT_MASTER)
+        if master:
+            check_master(master, MASTER_ENV)
+            return replace(base, master=master, remote=None)
+        return base
+
+    @classmethod
+    def for_spec(cls, spark_spec: "Mapping[str, Any] | Any | None") -> "SessionConfig":
+        """The config for a feed: its ``spark:`` key (a SparkSpec or None), then the environment."""
+        base = cls()
+        if spark_spec is not None:
+            base = cls(master=spark_spec.master or DEFAULT_MASTER, remote=spark_spec.remote,
+                       conf=dict(spark_spec.conf))
+        return cls.from_env(base)
+
+
+def check_master(master: str, where: str) -> str:
+    """A classic master URL, or a WaterlineError naming ``where`` it came from."""
+    if not isinstance(master, str) or not master.startswith(_MASTER_SCHEMES):
+        raise WaterlineError(
+            f"{where}: expected a Spark master URL (local[N], spark://host:port, yarn, k8s://...), got {master!r}"
         )
+    return master
+
+
+def check_remote(remote: str, where: str) -> str:
+    """A Spark Connect URL, or a WaterlineError naming ``where`` it came from."""
+    if not isinstance(remote, str) or not remote.startswith("sc://") or len(remote) <= len("sc://"):
+        raise WaterlineError(f"{where}: expected a Spark Connect URL sc://host:port, got {remote!r}")
+    return remote
+
+
+def _is_loopback(master: str) -> bool:
+    return master.startswith("local") or "://127.0.0.1" in master or "://localhost" in master
 
 
 def spark_conf(config: SessionConfig | None = None) -> dict[str, str]:
-    """The full Spark conf waterline needs (also fed to dagster-pyspark's resource)."""
+    """The full Spark conf waterline needs for a classic session (also fed to dagster-pyspark's resource)."""
     config = config or SessionConfig.from_env()
-    conf = dict(LOCAL_DEFAULTS) if config.master.startswith("local") else {}
+    conf = dict(LOCAL_DEFAULTS) if config.master.startswith("local") else dict(ENGINE_SESSION_CONF)
+    if not config.master.startswith("local") and _is_loopback(config.master):
+        # A cluster on this machine (`waterline spark start`): executors must reach the driver on loopback.
+        conf.update({k: LOCAL_DEFAULTS[k] for k in ("spark.driver.host", "spark.driver.bindAddress", "spark.ui.enabled")})
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
     conf.update(DELTA_CONF)
     conf["spark.jars"] = ",".join(delta_jars())
@@ -84,21 +156,43 @@ def spark_conf(config: SessionConfig | None = None) -> dict[str, str]:
     return conf
 
 
+def connect_conf(config: SessionConfig) -> dict[str, str]:
+    """Session confs a Spark Connect client sends: the engine's, then the user's."""
+    return {**ENGINE_SESSION_CONF, **config.conf}
+
+
 def get_session(config: SessionConfig | None = None) -> "SparkSession":
-    """Return the process's Spark session, creating it with Delta on first use."""
+    """Return the process's Spark session, creating it with Delta on first use.
+
+    Spark Connect: no JVM in this process; the server must have Delta (``waterline
+    spark start`` starts one that has). pyspark switches a process to Connect for
+    good once a Connect session exists (its column functions dispatch on a
+    process-wide flag), so one process uses one mode.
+    """
+    config = config or SessionConfig.from_env()
+    if config.remote:
+        return _connect_session(config)
+    return _classic_session(config)
+
+
+def _connect_session(config: SessionConfig) -> "SparkSession":
     from pyspark.sql import SparkSession
 
-    config = config or SessionConfig.from_env()
-    # Python UDF workers (the calendar functions) must run the interpreter that has waterline.
+    builder = SparkSession.builder.remote(config.remote)
+    for key, value in connect_conf(config).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _classic_session(config: SessionConfig) -> "SparkSession":
+    from pyspark.sql import SparkSession
+
+    # Python workers (a feed's own job may use UDFs) run this interpreter; on a
+    # standalone cluster on this machine too.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(config.app_name)
-    if config.remote:
-        builder = builder.remote(config.remote)
-    else:
-        builder = builder.master(config.master)
-        for key, value in spark_conf(config).items():
-            builder = builder.config(key, value)
+    builder = SparkSession.builder.appName(config.app_name).master(config.master)
+    for key, value in spark_conf(config).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
-    if not config.remote:
-        session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("ERROR")
     return session

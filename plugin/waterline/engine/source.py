@@ -40,7 +40,7 @@ def read_output(spark: "SparkSession", spec: "FeedSpec", partition: str) -> "Dat
     if spec.transform:
         from waterline.engine.functions import register_functions
 
-        register_functions(spark)  # transforms may call wl_* calendar functions too
+        register_functions(spark, spec.transform)  # transforms may call wl_* calendar functions too
         sql = spec.transform.replace("{partition}", partition)
         try:
             out = spark.sql(sql)

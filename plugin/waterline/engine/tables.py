@@ -126,7 +126,7 @@ def ensure_tier_tables(spark: "SparkSession", spec: "FeedSpec", payload: "Struct
         with commit_state(spark, dict(INITIAL_TIER_STATE, tier=tier, op="create")):
             (
                 spark.createDataFrame([], schema).write.format("delta")
-                .partitionBy(C.PARTITION).mode("errorifexists").save(path)
+                .partitionBy(C.PARTITION).mode("error").save(path)  # "error": Connect knows no "errorifexists"
             )
 
 

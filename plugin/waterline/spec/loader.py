@@ -27,10 +27,11 @@ from waterline.spec.model import (
     WaterlineSpec,
 )
 from waterline.spec.partitions import PARTITION_KINDS, PartitionScheme, normalise_time_key
+from waterline.spec.spark import parse_spark
 
 TOP_LEVEL_KEYS = (
     "feed", "description", "warehouse", "source", "sources", "partitions", "transform", "job",
-    "key", "event_time", "timezone", "waterline", "tiers", "late", "release_interval_seconds",
+    "key", "event_time", "timezone", "waterline", "tiers", "late", "release_interval_seconds", "spark",
 )
 REQUIRED_KEYS = ("feed", "warehouse", "partitions", "key", "event_time", "tiers")
 SOURCE_KEYS = ("format", "path", "options")
@@ -175,6 +176,7 @@ def spec_from_dict(
         late=late,
         release_interval_seconds=interval,
         description=description,
+        spark=parse_spark(check, data["spark"]) if data.get("spark") is not None else None,
         spec_file=spec_file,
         base_dir=base,
     )

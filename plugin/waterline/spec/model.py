@@ -13,6 +13,7 @@ from typing import Any, Callable
 from waterline.spec.durations import format_duration
 from waterline.spec.errors import SpecError
 from waterline.spec.partitions import PartitionScheme
+from waterline.spec.spark import SparkSpec
 
 SOURCE_FORMATS = ("json", "csv", "parquet", "delta")
 LATE_POLICIES = ("publish", "drop", "quarantine")
@@ -112,6 +113,7 @@ class FeedSpec:
     late: str = "publish"
     release_interval_seconds: int = 30
     description: str | None = None
+    spark: SparkSpec | None = None  # where Spark runs (spec key `spark:`); env variables override it
     # The YAML file the spec came from (None when built from a dict) and the
     # folder relative paths resolved against; neither is part of equality.
     spec_file: str | None = field(default=None, compare=False)
@@ -211,6 +213,8 @@ class FeedSpec:
         out["tiers"] = dict(self.tiers)
         out["late"] = self.late
         out["release_interval_seconds"] = self.release_interval_seconds
+        if self.spark is not None:
+            out["spark"] = self.spark.to_dict()
         return out
 
 
