@@ -7,7 +7,7 @@ JARS    := $(VENV)/share/waterline/jars
 STAMP   := $(VENV)/.setup-stamp
 M2_DEPS := .cache/maven-deps
 
-.PHONY: setup test demo bench dev lock clean
+.PHONY: setup test demo bench bench-latency dev lock clean
 
 setup: $(STAMP)
 
@@ -29,6 +29,10 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# Release latency with dagster-daemon + the sensor: cold, pre-armed, warm (docs/benchmarks.md).
+bench-latency: setup
+	$(BIN)/python -m bench.latency
 
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \
