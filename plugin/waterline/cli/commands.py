@@ -7,6 +7,8 @@ import json
 
 import click
 
+from waterline.errors import WaterlineError
+
 from waterline.cli import render
 
 
@@ -99,9 +101,9 @@ def release(spec: str, as_of: str | None, wait_until_due: bool, max_wait: str | 
     from waterline.engine.release import release as run
 
     if max_wait and not wait_until_due:
-        raise click.UsageError("--max-wait needs --wait-until-due")
+        raise WaterlineError("release: --max-wait needs --wait-until-due")
     if as_of and wait_until_due:
-        raise click.UsageError("--as-of and --wait-until-due exclude each other")
+        raise WaterlineError("release: --as-of and --wait-until-due exclude each other (the due moment is the as-of)")
     if wait_until_due:
         from waterline.clock import duration_us, parse_duration
         from waterline.engine.prearmed import release_when_due
