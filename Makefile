@@ -10,7 +10,7 @@ M2_DEPS := .cache/maven-deps
 S3PROXY := $(VENV)/share/waterline/s3proxy
 S3PROXY_VERSION := 4.1.0
 
-.PHONY: setup test demo bench dev lock clean
+.PHONY: setup test demo bench bench-latency dev lock clean
 
 setup: $(STAMP)
 
@@ -37,11 +37,12 @@ demo: setup
 
 bench: setup
 	$(BIN)/python -m bench
-<<<<<<< HEAD
 	$(BIN)/python -m bench.s3
-=======
 	$(BIN)/python -m bench.connect
->>>>>>> connect
+
+# Release latency with dagster-daemon + the sensor: cold, pre-armed, warm (docs/benchmarks.md).
+bench-latency: setup
+	$(BIN)/python -m bench.latency
 
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \

@@ -110,3 +110,16 @@ def test_plan_json_of_the_demo_specs():
     public = json.loads(waterline("plan", str(FEEDS / "indicators.yaml"), "--json").stdout)["public"]
     assert public["branches"][0]["lowers"] == [{"expr": "embargo_until + INTERVAL '1' DAY", "strict": False}]
     assert public["branches"][0]["uppers"] == []
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--max-wait", "5m"), "--max-wait needs --wait-until-due"),
+        (("--wait-until-due", "--as-of", "2026-01-01T00:00:00Z"), "exclude each other"),
+        (("--wait-until-due", "--max-wait", "soon"), "soon"),
+    ],
+)
+def test_release_wait_until_due_arguments_fail_before_spark(args, words):
+    line = assert_one_line_error(waterline("release", str(FEEDS / "ticks.yaml"), *args))
+    assert words in line

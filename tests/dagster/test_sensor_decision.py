@@ -64,3 +64,34 @@ def test_new_ingest_is_a_new_due_moment():
     cursor = {"run_key": f"f:1:{NEG_INF}", "due_key": f"f:1:{NEG_INF}"}
     decision = decide(SPEC, state(seq=2), cursor, "SUCCESS")
     assert isinstance(decision, RunRequest) and decision.run_key == f"f:2:{NEG_INF}"
+
+
+def test_a_due_moment_within_the_lead_time_is_requested_ahead_once():
+    from waterline.dagster.sensors import DUE_TAG, armed_key
+
+    soon = NOW + 10_000_000  # inside the default 20 s lead
+    ahead = state(rt_due=False, emb_next=soon)
+    first = decide(SPEC, ahead, {})
+    assert isinstance(first, RunRequest) and first.run_key == f"f:1:{soon}" == armed_key(SPEC, ahead)
+    assert first.tags[DUE_TAG] == str(soon)
+    cursor = {"run_key": first.run_key, "due_key": first.run_key}
+    # the pre-armed run is waiting: nothing more; at the moment itself the key is the same one
+    assert isinstance(decide(SPEC, ahead, cursor, "STARTED"), SkipReason)
+    at_due = FeedState(feed="f", now_us=soon, seq=1, release_w_us=soon, event_w_us=None, tiers={
+        "rt": TierStatus("rt", None, 0, False, None, 0, None, False),
+        "emb": TierStatus("emb", None, 0, False, None, 2, soon, True),
+    })
+    assert due_key(SPEC, at_due) == first.run_key
+    assert isinstance(decide(SPEC, at_due, cursor, "SUCCESS"), SkipReason)
+
+
+def test_no_pre_arming_beyond_the_lead_time_in_event_mode_or_with_lead_zero():
+    from dataclasses import replace
+
+    from waterline.dagster.sensors import armed_key
+    from waterline.spec.model import WaterlineSpec
+
+    assert armed_key(SPEC, state(rt_due=False, emb_next=NOW + 21_000_000)) is None
+    assert armed_key(replace(SPEC, release_lead_seconds=0), state(rt_due=False, emb_next=NOW + 1)) is None
+    event = replace(SPEC, waterline=WaterlineSpec(mode="event"))
+    assert armed_key(event, state(rt_due=False, emb_next=NOW + 1)) is None

@@ -7,6 +7,8 @@ import json
 
 import click
 
+from waterline.errors import WaterlineError
+
 from waterline.cli import render
 
 
@@ -93,10 +95,29 @@ def backfill(spec: str, first: str, last: str) -> None:
 @cli.command()
 @click.argument("spec")
 @click.option("--as-of", "as_of", help="Release up to this instant (capped by the clock and the mode's W).")
-def release(spec: str, as_of: str | None) -> None:
+@click.option("--wait-until-due", "wait_until_due", is_flag=True,
+              help="Start Spark now, wait on the clock for the next due moment, then release at it.")
+@click.option("--max-wait", "max_wait", help="With --wait-until-due: wait at most this long (e.g. 90s, 5 minutes).")
+def release(spec: str, as_of: str | None, wait_until_due: bool, max_wait: str | None) -> None:
     """Advance the waterline and publish what became due to every tier not on hold."""
     from waterline.engine.release import release as run
 
+    if max_wait and not wait_until_due:
+        raise WaterlineError("release: --max-wait needs --wait-until-due")
+    if as_of and wait_until_due:
+        raise WaterlineError("release: --as-of and --wait-until-due exclude each other (the due moment is the as-of)")
+    if wait_until_due:
+        from waterline.clock import duration_us, parse_duration
+        from waterline.engine.prearmed import release_when_due
+
+        limit = None if max_wait is None else duration_us(parse_duration(max_wait))
+        feed = _spec(spec)
+        done = release_when_due(_spark(feed), feed, max_wait_us=limit)
+        if done.due_us is not None:
+            what = "reached" if done.reached else "not reached (--max-wait ran out; released up to the clock)"
+            click.echo(f"due moment {render.instant(done.due_us)} {what}")
+        click.echo(render.release_table(done.result))
+        return
     feed = _spec(spec)
     result = run(_spark(feed), feed, as_of_us=_instant(as_of))
     click.echo(render.release_table(result))

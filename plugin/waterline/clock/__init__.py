@@ -25,6 +25,7 @@ from waterline.clock.durations import (
 )
 from waterline.clock.modes import ClockWaterline, EventWaterline, WaterlineMode, advance, waterline_mode
 from waterline.clock.trusted import Clock, FixedClock, OffsetClock, SystemClock, resolve_clock
+from waterline.clock.waiting import wait_until
 
 __all__ = [
     "Clock",
@@ -51,5 +52,6 @@ __all__ = [
     "parse_time_of_day",
     "resolve_clock",
     "to_us",
+    "wait_until",
     "waterline_mode",
 ]

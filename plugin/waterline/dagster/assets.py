@@ -21,6 +21,7 @@ from dagster import (
 )
 
 from waterline.dagster import metadata as md
+from waterline.dagster.freshness import expected_lag_seconds, tier_freshness_policy
 from waterline.dagster.partitions import partitions_def_for
 from waterline.dagster.translator import HELD, WaterlineTranslator
 
@@ -87,7 +88,10 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             description=translator.get_description(spec, tier),
             kinds=KINDS,
             tags=translator.get_tags(spec, tier),
-            metadata={"dagster/uri": spec.tier_path(tier), "waterline/policy": policy},
+            metadata={"dagster/uri": spec.tier_path(tier), "waterline/policy": policy}
+            | ({} if expected_lag_seconds(spec, tier) is None
+               else {"waterline/expected_lag_seconds": expected_lag_seconds(spec, tier)}),
+            freshness_policy=tier_freshness_policy(spec, tier),
         )
         for tier, policy in spec.tiers.items()
     ]
@@ -102,7 +106,9 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
     def _release(context: AssetExecutionContext):
         from waterline.clock import SystemClock
         from waterline.engine.commits import table_exists
+        from waterline.engine.prearmed import release_when_due
         from waterline.engine.release import release
+        from waterline.semantics import NEG_INF
 
         if not table_exists(spec.held_path):
             raise Failure(
@@ -113,10 +119,20 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             )
         spark = getattr(context.resources, resource_key).spark_session
         clock = SystemClock()
-        started = time.monotonic()
-        result = release(spark, spec, clock=clock)
+        due_us = _due_tag(context)
+        if due_us is not None and due_us > clock.now_us():
+            # Pre-armed by the sensor: Spark is up; wait on the trusted clock for the moment.
+            context.log.info(f"{spec.feed}: pre-armed; waiting for the due moment {_fmt(due_us)}")
+            max_wait = (spec.release_lead_seconds + spec.release_interval_seconds + 60) * 1_000_000
+            started = time.monotonic()
+            result = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock).result
+        else:
+            started = time.monotonic()
+            result = release(spark, spec, clock=clock)
         seconds = time.monotonic() - started
         now = clock.now_us()
+        if due_us is not None and due_us > NEG_INF:
+            context.log.info(f"{spec.feed}: released {(now - due_us) / 1e6:.3f} s after the due moment {_fmt(due_us)}")
         for tier, tier_result in result.tiers.items():
             context.log.info(
                 f"{spec.feed}/{tier}: W_T {_fmt(tier_result.w_us)} (was {_fmt(tier_result.previous_w_us)}); "
@@ -126,10 +142,31 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             yield MaterializeResult(
                 asset_key=keys[tier],
                 data_version=None if tier_result.w_us is None else DataVersion(str(tier_result.w_us)),
-                metadata=md.release_metadata(spec, tier, tier_result, now_us=now, seconds=seconds),
+                metadata=md.release_metadata(spec, tier, tier_result, now_us=now, seconds=seconds)
+                | _lag_metadata(due_us, now, tier_result),
             )
 
     return _release
+
+
+def _due_tag(context) -> int | None:
+    """The due moment (µs) the sensor requested this run for (tag ``waterline/due_us``), if any."""
+    from waterline.dagster.sensors import DUE_TAG
+
+    raw = context.run.tags.get(DUE_TAG)
+    try:
+        return None if raw is None else int(raw)
+    except ValueError:
+        return None
+
+
+def _lag_metadata(due_us: int | None, commit_us: int, tier_result) -> dict:
+    """``waterline/release_lag_seconds``: commit time minus the due moment the run was for."""
+    from waterline.semantics import NEG_INF
+
+    if due_us is None or due_us <= NEG_INF or tier_result.held or tier_result.w_us is None or tier_result.w_us < due_us:
+        return {}
+    return {"waterline/release_lag_seconds": round((commit_us - due_us) / 1e6, 3)}
 
 
 def _fmt(us: int | None) -> str:

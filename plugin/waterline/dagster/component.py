@@ -100,6 +100,8 @@ class ReleaseFeed(Component, Model, Resolvable):
     tiers: dict[str, str]
     late: str | None = None
     release_interval_seconds: int | None = None
+    release_lead_seconds: int | None = None
+    freshness_lag_seconds: int | None = None
 
     def spec_dict(self) -> dict[str, Any]:
         """The attributes as a spec mapping (unset optional keys left out)."""

@@ -5,7 +5,8 @@ A tick reads the held and tier tables' latest waterline states with the
 JVM, no pyspark import. When something is due it requests one run of
 ``<feed>_release`` whose ``run_key`` names the due moment
 (``<feed>:<seq>:<next_due_us>``), so one due moment launches one run however
-many ticks see it before the release lands.
+many ticks see it before the release lands. A due moment within
+``release_lead_seconds`` (clock mode) is requested ahead: the run waits for it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def release_sensor_name(spec: "FeedSpec") -> str:
 
 IN_FLIGHT = ("NOT_STARTED", "QUEUED", "STARTING", "STARTED", "CANCELING", "MANAGED")
 FAILED = ("FAILURE", "CANCELED")
+#: Run tag naming the due moment (µs) the release run is for; the run waits for it when it is ahead.
+DUE_TAG = "waterline/due_us"
 
 
 def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: str | None = None) -> RunRequest | SkipReason:
@@ -45,7 +48,7 @@ def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: st
     moment). A due moment gets one run; if that run failed or was canceled it
     gets one more, keyed ``<due_key>:retry<n>``.
     """
-    key = due_key(spec, state)
+    key = due_key(spec, state) or armed_key(spec, state)
     if key is None:
         return SkipReason(_nothing_due(state))
     last = cursor.get("run_key")
@@ -60,7 +63,10 @@ def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: st
     when = "now" if next_due <= NEG_INF else format_instant(next_due)
     return RunRequest(
         run_key=run_key,
-        tags={"waterline/feed": spec.feed, "waterline/seq": str(state.seq), "waterline/due": when},
+        tags={
+            "waterline/feed": spec.feed, "waterline/seq": str(state.seq), "waterline/due": when,
+            DUE_TAG: str(next_due),
+        },
     )
 
 
@@ -70,6 +76,26 @@ def due_key(spec: "FeedSpec", state: FeedState) -> str | None:
     if not due:
         return None
     return f"{spec.feed}:{state.seq}:{min(due)}"
+
+
+def armed_key(spec: "FeedSpec", state: FeedState) -> str | None:
+    """The due-moment key of a release to pre-arm now, None when none is within the lead time.
+
+    Only in clock mode: there W follows the clock, so a due moment in the future
+    is certain to arrive; in event mode it waits on data, not on time. The run
+    it names waits on the trusted clock until the moment (see
+    `waterline.engine.prearmed`), so requesting it early cannot release early.
+    """
+    lead_us = int(spec.release_lead_seconds) * 1_000_000
+    if lead_us <= 0 or spec.waterline.mode != "clock":
+        return None
+    upcoming = [
+        t.next_due_us for t in state.tiers.values()
+        if not t.hold and t.next_due_us is not None and t.next_due_us > state.release_w_us
+    ]
+    if not upcoming or min(upcoming) - state.now_us > lead_us:
+        return None
+    return f"{spec.feed}:{state.seq}:{min(upcoming)}"
 
 
 def _nothing_due(state: FeedState) -> str:
@@ -115,7 +141,7 @@ def build_release_sensor(
     def _release_sensor(context: SensorEvaluationContext):
         cursor = _load_cursor(context.cursor)
         state = read_feed_state(spec, clock=clock)
-        key = due_key(spec, state)
+        key = due_key(spec, state) or armed_key(spec, state)
         status = _run_status(context, cursor.get("run_key")) if key is not None else None
         decision = decide(spec, state, cursor, status)
         if isinstance(decision, RunRequest):

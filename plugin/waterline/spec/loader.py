@@ -31,7 +31,8 @@ from waterline.spec.spark import parse_spark
 
 TOP_LEVEL_KEYS = (
     "feed", "description", "warehouse", "source", "sources", "partitions", "transform", "job",
-    "key", "event_time", "timezone", "waterline", "tiers", "late", "release_interval_seconds", "spark",
+    "key", "event_time", "timezone", "waterline", "tiers", "late", "release_interval_seconds", "release_lead_seconds",
+    "freshness_lag_seconds", "spark",
 )
 REQUIRED_KEYS = ("feed", "warehouse", "partitions", "key", "event_time", "tiers")
 SOURCE_KEYS = ("format", "path", "options")
@@ -160,6 +161,12 @@ def spec_from_dict(
     interval = data.get("release_interval_seconds", 30)
     if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
         check.fail("release_interval_seconds", f"expected an integer >= 1, got {interval!r}")
+    freshness = data.get("freshness_lag_seconds")
+    if freshness is not None and (isinstance(freshness, bool) or not isinstance(freshness, int) or freshness < 1):
+        check.fail("freshness_lag_seconds", f"expected an integer >= 1 (seconds), got {freshness!r}")
+    lead = data.get("release_lead_seconds", 20)
+    if isinstance(lead, bool) or not isinstance(lead, int) or lead < 0:
+        check.fail("release_lead_seconds", f"expected an integer >= 0 (seconds before a due moment), got {lead!r}")
 
     return FeedSpec(
         feed=feed,
@@ -175,6 +182,8 @@ def spec_from_dict(
         waterline=waterline,
         late=late,
         release_interval_seconds=interval,
+        release_lead_seconds=lead,
+        freshness_lag_seconds=freshness,
         description=description,
         spark=parse_spark(check, data["spark"]) if data.get("spark") is not None else None,
         spec_file=spec_file,

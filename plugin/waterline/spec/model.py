@@ -112,6 +112,11 @@ class FeedSpec:
     waterline: WaterlineSpec = field(default_factory=WaterlineSpec)
     late: str = "publish"
     release_interval_seconds: int = 30
+    # How long before a due moment the release sensor requests the run, which
+    # then starts Spark and waits on the trusted clock (0: no pre-arming).
+    release_lead_seconds: int = 20
+    # Expected lag of a tier whose policy is not a plain delay (Dagster freshness); None: no check.
+    freshness_lag_seconds: int | None = None
     description: str | None = None
     spark: SparkSpec | None = None  # where Spark runs (spec key `spark:`); env variables override it
     # The YAML file the spec came from (None when built from a dict) and the
@@ -213,6 +218,9 @@ class FeedSpec:
         out["tiers"] = dict(self.tiers)
         out["late"] = self.late
         out["release_interval_seconds"] = self.release_interval_seconds
+        out["release_lead_seconds"] = self.release_lead_seconds
+        if self.freshness_lag_seconds is not None:
+            out["freshness_lag_seconds"] = self.freshness_lag_seconds
         if self.spark is not None:
             out["spark"] = self.spark.to_dict()
         return out

@@ -1,0 +1,81 @@
+"""Pre-armed releases: start early, wait on the trusted clock, release at the due instant.
+
+The release sensor (and `waterline release --wait-until-due`) start a release
+run *before* its due moment, so the JVM start and the held table's first read
+happen while waiting rather than after the moment. Safety does not rest on
+the wait: `release` caps W at the clock it reads under the feed lease, so a
+run that starts early, or a clock read a microsecond before the instant,
+releases at most up to that reading and never a row that is not yet due.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from waterline.clock import SystemClock, wait_until
+from waterline.engine.commits import table_exists
+from waterline.engine.release import release
+from waterline.engine.results import ReleaseResult
+from waterline.engine.state import read_feed_state
+from waterline.engine.tables import read_delta
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from waterline.spec import FeedSpec
+
+
+@dataclass(frozen=True)
+class DueRelease:
+    """A pre-armed release: what it waited for and what it did."""
+
+    due_us: int | None  # the due moment waited for (None: nothing upcoming, released at once)
+    reached: bool  # the clock reached due_us before the wait ran out
+    clock_at_release_us: int  # the trusted clock when the wait ended
+    result: ReleaseResult
+
+
+def next_due_us(spec: "FeedSpec", clock=None) -> int | None:
+    """The earliest upcoming due moment over the tiers not on hold (commit metadata only)."""
+    state = read_feed_state(spec, clock=clock)
+    dues = [t.next_due_us for t in state.tiers.values() if not t.hold and t.next_due_us is not None]
+    return min(dues) if dues else None
+
+
+def prepare(spark: "SparkSession", spec: "FeedSpec") -> None:
+    """Everything that does not depend on the clock: the JVM is up; read the held table's schema once."""
+    if table_exists(spec.held_path):
+        read_delta(spark, spec.held_path).schema  # noqa: B018  (resolves the Delta log and classes)
+
+
+def release_when_due(
+    spark: "SparkSession",
+    spec: "FeedSpec",
+    *,
+    due_us: int | None = None,
+    max_wait_us: int | None = None,
+    clock=None,
+) -> DueRelease:
+    """Wait on the trusted clock until ``due_us`` (default: the next due moment), then release.
+
+    The release asks for ``as_of_us = due_us`` when the clock reached it (W
+    never goes beyond the clock's reading at commit time: `release` caps it);
+    when ``max_wait_us`` runs out first it releases up to the clock, which is
+    always safe. A due moment already past releases at once, to the clock.
+    """
+    clock = clock or SystemClock()
+    prepare(spark, spec)
+    if due_us is None:
+        due_us = next_due_us(spec, clock=clock)
+    if due_us is None:
+        return DueRelease(None, True, clock.now_us(), release(spark, spec, clock=clock))
+    reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
+    # W = min(due, the clock read again under the lease): a clock that reads
+    # below due there (stepped back, or a wait that was fooled) releases less, never early.
+    as_of = due_us if reached else None
+    result = release(spark, spec, as_of_us=as_of, clock=clock)
+    while reached and result.w_us < due_us:  # the cap held W back: wait for the clock again
+        reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
+        result = release(spark, spec, as_of_us=due_us if reached else None, clock=clock)
+    return DueRelease(due_us, reached, now, result)

@@ -1,0 +1,86 @@
+"""Pre-armed releases never commit a row before its due instant (real Spark + Delta).
+
+A run that starts early waits on the trusted clock; a clock read a microsecond
+before the instant keeps it waiting; a clock that steps back under the lease
+holds W below due, and the release waits and goes again. Checked from the
+tier's Delta history: each commit's W_T and timestamp against the due
+instants of the rows it added. No time assertions.
+"""
+
+from __future__ import annotations
+
+from tests.engine.feedkit import _micros, make_spec, write_partition
+from waterline.clock import FixedClock, SystemClock, format_instant
+from waterline.engine.ingest import ingest
+from waterline.engine.prearmed import release_when_due
+from waterline.engine.release import release
+from waterline.engine.timeliness import appearances
+
+DUE = 1_800_000_000_000_000  # 2027-01-15T08:00:00Z
+SECOND = 1_000_000
+TIERS = {"emb": "embargo_until <= WATERLINE()"}
+
+
+class ScriptedClock:
+    """Returns the scripted readings in order, then the last one forever; counts reads."""
+
+    def __init__(self, *readings: int) -> None:
+        self.readings = list(readings)
+        self.reads = 0
+
+    def now_us(self) -> int:
+        value = self.readings[min(self.reads, len(self.readings) - 1)]
+        self.reads += 1
+        return value
+
+
+def _feed(spark, root, dues: dict[int, int], clock):
+    spec = make_spec(root, TIERS)
+    write_partition(root, "a", [
+        {"id": i, "event_time": format_instant(due), "status": "final", "embargo_until": format_instant(due), "v": "x"}
+        for i, due in dues.items()
+    ])
+    ingest(spark, spec, "a", clock=clock)
+    return spec
+
+
+def _due_of(row) -> int:
+    return _micros(row["embargo_until"])
+
+
+def test_an_early_run_and_a_read_just_before_the_instant_wait(spark, tmp_path):
+    spec = _feed(spark, tmp_path, {0: DUE - 3600 * SECOND, 1: DUE, 2: DUE + 60 * SECOND}, FixedClock(DUE - 120 * SECOND))
+    release(spark, spec, clock=FixedClock(DUE - 60 * SECOND))  # publishes row 0 only
+    # next due (read_feed_state), wait start 10 s early, a read 1 µs before, then past it
+    clock = ScriptedClock(DUE - 10 * SECOND, DUE - 10 * SECOND, DUE - 1, DUE - 1, DUE + 5)
+    done = release_when_due(spark, spec, clock=clock)
+    assert done.due_us == DUE and done.reached and done.clock_at_release_us >= DUE
+    assert done.result.w_us == DUE
+    seen = appearances(spec, "emb", _due_of)
+    assert sorted(a.row["id"] for a in seen) == [0, 1]
+    assert all(a.w_us >= a.due_us for a in seen)  # W_T of the commit that added it is past due
+    assert clock.reads >= 5  # the 1-µs-early reading did not end the wait
+
+
+def test_a_clock_stepping_back_under_the_lease_holds_the_row_then_releases_it(spark, tmp_path):
+    spec = _feed(spark, tmp_path, {1: DUE, 2: DUE + 60 * SECOND}, FixedClock(DUE - 120 * SECOND))
+    # the wait sees DUE at once; the release reads DUE - 1 (W capped below due); then DUE + 2
+    clock = ScriptedClock(DUE, DUE - 1, DUE + 2)
+    done = release_when_due(spark, spec, due_us=DUE, clock=clock)
+    assert done.result.w_us == DUE
+    seen = appearances(spec, "emb", _due_of)
+    assert [a.row["id"] for a in seen] == [1]
+    assert all(a.w_us >= a.due_us for a in seen)
+
+
+def test_real_clock_rows_are_readable_only_after_their_due_instants(spark, tmp_path):
+    now = SystemClock().now_us()
+    first, second = now + 4 * SECOND + 123, now + 7 * SECOND + 456
+    spec = _feed(spark, tmp_path, {1: first, 2: second, 3: now + 3600 * SECOND}, SystemClock())
+    for expected in (first, second):  # two runs, each started before its moment
+        done = release_when_due(spark, spec)
+        assert done.due_us == expected and done.reached and done.result.w_us == expected
+    seen = appearances(spec, "emb", _due_of)
+    assert sorted(a.row["id"] for a in seen) == [1, 2]
+    for a in seen:  # ordering: the commit that made it readable is not before its due instant
+        assert not a.early, (a.row["id"], a.commit_us, a.w_us, a.due_us)
