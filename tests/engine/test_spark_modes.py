@@ -21,8 +21,10 @@ import pytest
 
 pytestmark = [
     pytest.mark.spark,
-    pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "1") == "0",
-                       reason="WATERLINE_SPARK_MODES=0: cluster and Connect runs skipped"),
+    # Off in `make test` until the cluster + Connect runs have passed together within the
+    # suite's time budget on an idle machine; WATERLINE_SPARK_MODES=1 runs them.
+    pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "0") == "0",
+                       reason="cluster and Connect runs are opt-in: set WATERLINE_SPARK_MODES=1"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ["tests/engine/test_mode_scenario.py", "tests/engine/test_release_differential.py::test_engine_matches_semantics"]
