@@ -8,9 +8,9 @@ lateness = commit time - due instant; early = readable before due (by commit
 timestamp, or at a W_T below due). Paths:
   cold       release_lead_seconds: 0  (run requested when due: tick + launch + JVM + MERGE)
   pre-armed  release_lead_seconds: LEAD (run requested ahead, waits on the trusted clock)
-  warm       needs a Spark Connect server (WATERLINE_SPARK_REMOTE); reported as not measured
-             when none is configured.
-Usage: python -m bench.latency [--rows 10] [--gap 20] [--lead 20] [--paths cold,prearmed]
+  warm       pre-armed, every run a Spark Connect client (no JVM start): WATERLINE_SPARK_REMOTE,
+             else a Connect server started here on 127.0.0.1 for the path.
+Usage: python -m bench.latency [--rows 10] [--gap 20] [--lead 20] [--paths cold,prearmed,warm] [--head-start 150]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +31,24 @@ sys.path.insert(0, str(REPO))
 from tests.dagster import deploy  # noqa: E402  (the e2e tests' process helpers)
 
 
-def run_path(name: str, lead: int, rows: int, gap: int, interval: int = 5, head_start: int = 150) -> dict:
+@contextmanager
+def _connect_server():
+    """WATERLINE_SPARK_REMOTE if set, else a Spark Connect server started (and stopped) here."""
+    if os.environ.get("WATERLINE_SPARK_REMOTE"):
+        yield os.environ["WATERLINE_SPARK_REMOTE"]
+        return
+    from waterline.engine import cluster
+
+    state_dir = Path(tempfile.mkdtemp(prefix="wl-latency-connect-"))
+    state = cluster.start(state_dir, workers=0, connect=True)
+    try:
+        yield state.connect_url
+    finally:
+        cluster.stop(state_dir)
+
+
+def run_path(name: str, lead: int, rows: int, gap: int, interval: int = 5, head_start: int = 150,
+             remote: str | None = None) -> dict:
     from waterline.clock import SystemClock, format_instant
     from waterline.engine.timeliness import appearances
     from waterline.spec import load_spec
@@ -54,6 +72,10 @@ def run_path(name: str, lead: int, rows: int, gap: int, interval: int = 5, head_
         f"release_interval_seconds: {interval}\nrelease_lead_seconds: {lead}\n"
     )
     d = deploy.prepare(root, spec_yaml)
+    if remote:  # the warm path: every run (and the ingest) goes to the long-lived Connect server
+        d["env"]["WATERLINE_SPARK_REMOTE"] = remote
+    else:  # cold and pre-armed: each run starts its own local JVM
+        d["env"].pop("WATERLINE_SPARK_REMOTE", None)
     ingest = deploy.cli(d, "waterline", "ingest", str(spec_yaml), "--partition", "a")
     if ingest.returncode != 0:
         raise SystemExit(f"ingest failed: {ingest.stderr[-2000:]}")
@@ -87,19 +109,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gap", type=int, default=20)
     parser.add_argument("--lead", type=int, default=20)
     parser.add_argument("--paths", default="cold,prearmed,warm")
+    parser.add_argument("--head-start", type=int, default=150,
+                        help="Seconds from the ingest's start to the first due moment (the ingest must finish first).")
     args = parser.parse_args(argv)
     results = []
     for path in args.paths.split(","):
         if path == "cold":
-            results.append(run_path("cold", 0, args.rows, args.gap))
+            results.append(run_path("cold", 0, args.rows, args.gap, head_start=args.head_start))
         elif path == "prearmed":
-            results.append(run_path("prearmed", args.lead, args.rows, args.gap))
+            results.append(run_path("prearmed", args.lead, args.rows, args.gap, head_start=args.head_start))
         elif path == "warm":
-            if not os.environ.get("WATERLINE_SPARK_REMOTE"):
-                results.append({"path": "warm", "rows": 0, "p50_s": None, "max_s": None, "early": None,
-                                "note": "not measured: no WATERLINE_SPARK_REMOTE"})
-            else:
-                results.append(run_path("warm", args.lead, args.rows, args.gap))
+            with _connect_server() as url:
+                results.append(run_path("warm", args.lead, args.rows, args.gap, head_start=args.head_start,
+                                        remote=url))
     print(f"{'path':<10} {'rows':>4} {'p50 s':>7} {'max s':>7} {'early':>5}")
     for r in results:
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731

@@ -206,3 +206,47 @@ def test_injected_early_row_fails_embargo_check(env, spark):
     assert embargo.metadata["early_rows"].value == [["a", 999]]
     assert evaluations[(RT, "embargo_safety")].passed
     assert evaluations[(EMB, "unique_identity")].passed
+
+
+def test_a_prearmed_run_waits_then_releases_the_moments_that_follow(spark, tmp_path):
+    """The release job with the sensor's due tag: it waits for the moment, releases it and the
+    next one within the lead time, each when due, and reports the worst lag and the count."""
+    from waterline.clock import SystemClock, format_instant
+    from waterline.dagster import definitions_from_specs
+    from waterline.dagster.sensors import DUE_TAG
+    from waterline.engine.timeliness import appearances
+    from tests.engine.feedkit import _micros
+
+    from waterline.engine.ingest import ingest
+
+    feed = make_feed(tmp_path, release_lead_seconds=600)  # covers the gap however slow the machine
+
+    def ingest_due(dues):
+        write_partition(tmp_path, "a", [
+            {"id": i, "event_time": PAST_EVENT, "status": "final", "embargo_until": format_instant(due), "v": "x"}
+            for i, due in dues.items()
+        ])
+        started = SystemClock().now_us()
+        ingest(spark, feed, "a")
+        return SystemClock().now_us() - started
+
+    # The moments must still be ahead when the run starts: space them by what an ingest takes here.
+    took = ingest_due({2: SystemClock().now_us() + 3_600_000_000})
+    now, step = SystemClock().now_us(), max(3_000_000, 2 * took)
+    dues = {0: now + 2 * step, 1: now + 3 * step, 2: now + 3_600_000_000}
+    ingest_due(dues)
+    defs = definitions_from_specs([feed])
+    (tmp_path / "home").mkdir()
+    instance = DagsterInstance.local_temp(tempdir=str(tmp_path / "home"))
+    result = defs.get_job_def("f_release").execute_in_process(instance=instance, tags={DUE_TAG: str(dues[0])})
+    assert result.success
+    emb = _materializations(result, EMB)[0]
+    assert _meta(emb, "released") == 2 and _meta(emb, "waterline/due_moments_released") == 2
+    assert _meta(emb, "waterline/release_lag_seconds") >= 0
+    seen = appearances(feed, "emb", lambda r: _micros(r["embargo_until"]))
+    assert sorted(a.row["id"] for a in seen) == [0, 1]
+    assert not any(a.early for a in seen)
+    assert len({a.commit_us for a in seen}) == 2  # two releases, one per moment
+
+
+PAST_EVENT = "2026-01-05 10:00:00"

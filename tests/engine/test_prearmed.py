@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import FixedClock, SystemClock, format_instant
 from waterline.engine.ingest import ingest
-from waterline.engine.prearmed import release_when_due
+from waterline.engine.prearmed import release_following, release_when_due
 from waterline.engine.release import release
 from waterline.engine.timeliness import appearances
 
@@ -84,3 +84,28 @@ def test_real_clock_rows_are_readable_only_after_their_due_instants(spark, tmp_p
     assert sorted(a.row["id"] for a in seen) == [1, 2]
     for a in seen:  # ordering: the commit that made it readable is not before its due instant
         assert not a.early, (a.row["id"], a.commit_us, a.w_us, a.due_us)
+
+
+def test_one_run_releases_the_moments_that_follow_within_the_lead_each_when_due(spark, tmp_path):
+    now = SystemClock().now_us()
+    dues = {1: now + 3 * SECOND + 11, 2: now + 5 * SECOND + 22, 3: now + 7 * SECOND + 33, 4: now + 3600 * SECOND}
+    spec = _feed(spark, tmp_path, dues, SystemClock())
+    first = release_when_due(spark, spec)
+    done = release_following(spark, spec, first, lead_us=20 * SECOND, window_us=60 * SECOND)
+    # rows 1-3 each in its own release at its own moment; row 4 is beyond the lead: left to a later run
+    assert [d.due_us for d in done] == [dues[1], dues[2], dues[3]]
+    assert all(d.reached and d.result.w_us == d.due_us and d.lag_us >= 0 for d in done)
+    seen = appearances(spec, "emb", _due_of)
+    assert sorted(a.row["id"] for a in seen) == [1, 2, 3]
+    for a in seen:
+        assert not a.early, (a.row["id"], a.commit_us, a.w_us, a.due_us)
+    assert done[-1].result.tiers["emb"].next_due_us == dues[4]
+
+
+def test_following_stops_at_the_window(spark, tmp_path):
+    spec = _feed(spark, tmp_path, {1: DUE, 2: DUE + 9 * SECOND}, FixedClock(DUE - 120 * SECOND))
+    clock = FixedClock(DUE)
+    first = release_when_due(spark, spec, due_us=DUE, clock=clock)
+    done = release_following(spark, spec, first, lead_us=20 * SECOND, window_us=1 * SECOND, clock=clock)
+    assert [d.due_us for d in done] == [DUE]  # row 2 is within the lead but beyond the window
+    assert sorted(a.row["id"] for a in appearances(spec, "emb", _due_of)) == [1]

@@ -47,9 +47,10 @@ def _run_mode(env_name: str, url: str) -> None:
     env.update({env_name: url, "WATERLINE_ENGINE_EXAMPLES": "1", "WATERLINE_ENGINE_HISTORIES": "10",
                 "WATERLINE_ENGINE_PLAN_LENGTH": "4"})
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *MODULES],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--durations=8",
+                           *MODULES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     print(f"{env_name}={url}: {time.monotonic() - started:.1f}s")
+    print("\n".join(line for line in done.stdout.splitlines() if line[:1].isdigit()))  # the slowest steps
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout.splitlines()[-1], done.stdout[-2000:]
 

@@ -106,7 +106,8 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
     def _release(context: AssetExecutionContext):
         from waterline.clock import SystemClock
         from waterline.engine.commits import table_exists
-        from waterline.engine.prearmed import release_when_due
+        from waterline.engine.prearmed import release_following, release_when_due
+        from waterline.engine.results import combine_releases
         from waterline.engine.release import release
         from waterline.semantics import NEG_INF
 
@@ -120,18 +121,29 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
         spark = getattr(context.resources, resource_key).spark_session
         clock = SystemClock()
         due_us = _due_tag(context)
+        lags: list[float] = []
         if due_us is not None and due_us > clock.now_us():
-            # Pre-armed by the sensor: Spark is up; wait on the trusted clock for the moment.
+            # Pre-armed by the sensor: Spark is up; wait on the trusted clock for the moment,
+            # then keep releasing the moments that follow within the lead time (a new run
+            # could not start in time for them).
             context.log.info(f"{spec.feed}: pre-armed; waiting for the due moment {_fmt(due_us)}")
             max_wait = (spec.release_lead_seconds + spec.release_interval_seconds + 60) * 1_000_000
+            lead_us = spec.release_lead_seconds * 1_000_000
             started = time.monotonic()
-            result = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock).result
+            first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
+            done = release_following(spark, spec, first, lead_us=lead_us, window_us=max(60_000_000, 3 * lead_us),
+                                     max_wait_us=max_wait, clock=clock)
+            for step in done:
+                if step.lag_us is not None:
+                    lags.append(step.lag_us / 1e6)
+                    context.log.info(f"{spec.feed}: released {lags[-1]:.3f} s after the due moment {_fmt(step.due_us)}")
+            result = combine_releases([step.result for step in done])
         else:
             started = time.monotonic()
             result = release(spark, spec, clock=clock)
         seconds = time.monotonic() - started
         now = clock.now_us()
-        if due_us is not None and due_us > NEG_INF:
+        if not lags and due_us is not None and due_us > NEG_INF:
             context.log.info(f"{spec.feed}: released {(now - due_us) / 1e6:.3f} s after the due moment {_fmt(due_us)}")
         for tier, tier_result in result.tiers.items():
             context.log.info(
@@ -143,7 +155,7 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
                 asset_key=keys[tier],
                 data_version=None if tier_result.w_us is None else DataVersion(str(tier_result.w_us)),
                 metadata=md.release_metadata(spec, tier, tier_result, now_us=now, seconds=seconds)
-                | _lag_metadata(due_us, now, tier_result),
+                | _lag_metadata(due_us, now, tier_result, lags),
             )
 
     return _release
@@ -160,13 +172,16 @@ def _due_tag(context) -> int | None:
         return None
 
 
-def _lag_metadata(due_us: int | None, commit_us: int, tier_result) -> dict:
-    """``waterline/release_lag_seconds``: commit time minus the due moment the run was for."""
+def _lag_metadata(due_us: int | None, commit_us: int, tier_result, lags: list[float] | None = None) -> dict:
+    """``waterline/release_lag_seconds``: commit time minus the due moment the run was for;
+    with several due moments released by one pre-armed run, the worst of them and their count."""
     from waterline.semantics import NEG_INF
 
     if due_us is None or due_us <= NEG_INF or tier_result.held or tier_result.w_us is None or tier_result.w_us < due_us:
         return {}
-    return {"waterline/release_lag_seconds": round((commit_us - due_us) / 1e6, 3)}
+    if not lags:
+        return {"waterline/release_lag_seconds": round((commit_us - due_us) / 1e6, 3)}
+    return {"waterline/release_lag_seconds": round(max(lags), 3), "waterline/due_moments_released": len(lags)}
 
 
 def _fmt(us: int | None) -> str:

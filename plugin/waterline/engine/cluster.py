@@ -187,10 +187,14 @@ def _start_worker(state: ClusterState, i: int, cores: int, memory: str) -> None:
 
 
 def _start_connect(state: ClusterState, port: int, master: str) -> None:
+    from waterline.engine import storage
     from waterline.engine.session import DELTA_CONF, delta_jars
 
     conf = {
         **DELTA_CONF,
+        # s3a:// endpoint and credentials from this environment's AWS variables: a
+        # Connect client cannot set Hadoop filesystem conf after the server started.
+        **storage.spark_conf(),
         "spark.connect.grpc.binding.address": HOST,
         "spark.connect.grpc.binding.port": str(port),
         "spark.driver.host": HOST,
@@ -198,16 +202,25 @@ def _start_connect(state: ClusterState, port: int, master: str) -> None:
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",  # a few cores: Delta's default 50 costs ~10x
         "spark.databricks.delta.autoCompact.enabled": "false",
         "spark.sql.warehouse.dir": str(Path(state.state_dir, "spark-warehouse")),
         "spark.driver.memory": "2g",
     }
+    # A properties file rather than --conf: S3 secrets stay out of `ps` output.
+    props = Path(state.state_dir, "connect.properties")
+    props.touch(mode=0o600)
+    props.write_text("".join(f"{key}={_escape_property(value)}\n" for key, value in conf.items()))
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", _CONNECT_CLASS, "--name", "waterline-connect",
-            "--master", master, "--jars", ",".join(delta_jars())]
-    for key, value in conf.items():
-        argv += ["--conf", f"{key}={value}"]
+            "--master", master, "--jars", ",".join(delta_jars()), "--properties-file", str(props)]
     _spawn(state, "connect", argv)
     state.connect_url = f"sc://{HOST}:{port}"
+
+
+def _escape_property(value: str) -> str:
+    """A value as java.util.Properties reads it back (backslashes, line breaks, leading blanks)."""
+    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + out if out[:1] in (" ", "\t") else out
 
 
 def _wait(ready, timeout: float, state: ClusterState, name: str, what: str) -> None:

@@ -34,6 +34,14 @@ class DueRelease:
     reached: bool  # the clock reached due_us before the wait ran out
     clock_at_release_us: int  # the trusted clock when the wait ended
     result: ReleaseResult
+    finished_us: int = 0  # the trusted clock after the release committed
+
+    @property
+    def lag_us(self) -> int | None:
+        """Commit time minus the due moment, when this release reached it."""
+        if self.due_us is None or not self.reached or self.result.w_us < self.due_us:
+            return None
+        return self.finished_us - self.due_us
 
 
 def next_due_us(spec: "FeedSpec", clock=None) -> int | None:
@@ -69,7 +77,9 @@ def release_when_due(
     if due_us is None:
         due_us = next_due_us(spec, clock=clock)
     if due_us is None:
-        return DueRelease(None, True, clock.now_us(), release(spark, spec, clock=clock))
+        now = clock.now_us()
+        result = release(spark, spec, clock=clock)
+        return DueRelease(None, True, now, result, clock.now_us())
     reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
     # W = min(due, the clock read again under the lease): a clock that reads
     # below due there (stepped back, or a wait that was fooled) releases less, never early.
@@ -78,4 +88,38 @@ def release_when_due(
     while reached and result.w_us < due_us:  # the cap held W back: wait for the clock again
         reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
         result = release(spark, spec, as_of_us=due_us if reached else None, clock=clock)
-    return DueRelease(due_us, reached, now, result)
+    return DueRelease(due_us, reached, now, result, clock.now_us())
+
+
+def next_due_after(result: ReleaseResult) -> int | None:
+    """The earliest next due moment a release reported, over its tiers not on hold."""
+    dues = [t.next_due_us for t in result.tiers.values() if not t.held and t.next_due_us is not None]
+    return min(dues) if dues else None
+
+
+def release_following(
+    spark: "SparkSession",
+    spec: "FeedSpec",
+    first: DueRelease,
+    *,
+    lead_us: int,
+    window_us: int,
+    max_wait_us: int | None = None,
+    clock=None,
+) -> list[DueRelease]:
+    """``first``, then the due moments that follow it within ``lead_us``, each released when due,
+    for up to ``window_us`` of the clock from now.
+
+    With due moments closer together than a run's start-up, a new run for the
+    next one could not be ready in time; the run that is already up keeps
+    releasing instead. Each release is a `release_when_due` (same clock cap).
+    """
+    clock = clock or SystemClock()
+    done = [first]
+    end_us = clock.now_us() + window_us
+    while (upcoming := next_due_after(done[-1].result)) is not None:
+        now = clock.now_us()
+        if upcoming - now > lead_us or upcoming > end_us:
+            break
+        done.append(release_when_due(spark, spec, due_us=upcoming, max_wait_us=max_wait_us, clock=clock))
+    return done

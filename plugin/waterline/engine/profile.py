@@ -138,7 +138,9 @@ def profile_checking_duplicates(spec: "FeedSpec", partition: str, rows: "DataFra
     check_duplicates(spec, partition, observed.filter(F.col(REASON).isNull()))
     try:
         metrics = observation.get
-    except Exception:  # Spark reports no metrics for an empty output
+    except Exception:  # classic Spark reports no metrics for an empty output (it raises)
+        return profile(spec, rows, payload, plans)
+    if "max_event" not in metrics:  # ... and Spark Connect returns an empty dict
         return profile(spec, rows, payload, plans)
     return _combine(spec, rows, payload, plans, [dict(metrics, s="*")])
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -59,3 +59,19 @@ class GcResult(_Result):
     versions_before: int
     versions_removed: int
     files_compacted: bool
+
+
+def combine_releases(results: list[ReleaseResult]) -> ReleaseResult:
+    """Consecutive releases of one feed as one: the last W and state, counts summed per tier."""
+    last = results[-1]
+    tiers: dict[str, TierRelease] = {}
+    for name, final in last.tiers.items():
+        steps = [r.tiers[name] for r in results if name in r.tiers]
+        tiers[name] = replace(
+            final,
+            previous_w_us=steps[0].previous_w_us,
+            released=sum(t.released for t in steps), updated=sum(t.updated for t in steps),
+            removed=sum(t.removed for t in steps), expired=sum(t.expired for t in steps),
+            candidates=sum(t.candidates for t in steps), changed=any(t.changed for t in steps),
+        )
+    return replace(last, requested_us=results[0].requested_us, tiers=tiers)

@@ -146,8 +146,10 @@ def spark_conf(config: SessionConfig | None = None) -> dict[str, str]:
     config = config or SessionConfig.from_env()
     conf = dict(LOCAL_DEFAULTS) if config.master.startswith("local") else dict(ENGINE_SESSION_CONF)
     if not config.master.startswith("local") and _is_loopback(config.master):
-        # A cluster on this machine (`waterline spark start`): executors must reach the driver on loopback.
-        conf.update({k: LOCAL_DEFAULTS[k] for k in ("spark.driver.host", "spark.driver.bindAddress", "spark.ui.enabled")})
+        # A cluster on this machine (`waterline spark start`): executors must reach the driver on
+        # loopback, and it has local[N]'s few cores, so local's small partition counts fit it too
+        # (Delta's default 50 snapshot partitions and 200 shuffle partitions cost ~10x here).
+        conf.update(LOCAL_DEFAULTS)
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
     conf.update(DELTA_CONF)
     conf["spark.jars"] = ",".join(delta_jars())
