@@ -29,8 +29,12 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	    -DoutputDirectory=$(CURDIR)/$(S3PROXY)
 	touch $(STAMP)
 
+# Two pytest workers (pytest-xdist, work stealing): much of the suite waits on Dagster
+# daemons, servers and driver subprocesses, which a second worker overlaps. TEST_WORKERS=0
+# runs in one process. --durations: the slowest tests, in CI's log too.
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=25 $(PYTEST_ARGS)
 
 demo: setup
 	$(BIN)/waterline demo

@@ -10,7 +10,7 @@ timestamp, or at a W_T below due). Paths:
   pre-armed  release_lead_seconds: LEAD (run requested ahead, waits on the trusted clock)
   warm       pre-armed, every run a Spark Connect client (no JVM start): WATERLINE_SPARK_REMOTE,
              else a Connect server started here on 127.0.0.1 for the path.
-Usage: python -m bench.latency [--rows 10] [--gap 20] [--lead 20] [--paths cold,prearmed,warm] [--head-start 150]
+Usage: python -m bench.latency [--rows 10] [--gap 20] [--lead 45] [--paths cold,prearmed,warm] [--head-start 150]
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10)
     parser.add_argument("--gap", type=int, default=20)
-    parser.add_argument("--lead", type=int, default=20)
+    parser.add_argument("--lead", type=int, default=45)
     parser.add_argument("--paths", default="cold,prearmed,warm")
     parser.add_argument("--head-start", type=int, default=150,
                         help="Seconds from the ingest's start to the first due moment (the ingest must finish first).")

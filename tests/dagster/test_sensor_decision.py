@@ -69,7 +69,7 @@ def test_new_ingest_is_a_new_due_moment():
 def test_a_due_moment_within_the_lead_time_is_requested_ahead_once():
     from waterline.dagster.sensors import DUE_TAG, armed_key
 
-    soon = NOW + 10_000_000  # inside the default 20 s lead
+    soon = NOW + 10_000_000  # inside the default 45 s lead
     ahead = state(rt_due=False, emb_next=soon)
     first = decide(SPEC, ahead, {})
     assert isinstance(first, RunRequest) and first.run_key == f"f:1:{soon}" == armed_key(SPEC, ahead)
@@ -91,7 +91,9 @@ def test_no_pre_arming_beyond_the_lead_time_in_event_mode_or_with_lead_zero():
     from waterline.dagster.sensors import armed_key
     from waterline.spec.model import WaterlineSpec
 
-    assert armed_key(SPEC, state(rt_due=False, emb_next=NOW + 21_000_000)) is None
+    lead_us = SPEC.release_lead_seconds * 1_000_000
+    assert armed_key(SPEC, state(rt_due=False, emb_next=NOW + lead_us + 1)) is None
+    assert armed_key(SPEC, state(rt_due=False, emb_next=NOW + lead_us)) is not None
     assert armed_key(replace(SPEC, release_lead_seconds=0), state(rt_due=False, emb_next=NOW + 1)) is None
     event = replace(SPEC, waterline=WaterlineSpec(mode="event"))
     assert armed_key(event, state(rt_due=False, emb_next=NOW + 1)) is None

@@ -1,7 +1,7 @@
 """The engine on a standalone cluster (2 workers) and over Spark Connect, on loopback.
 
-One session-scoped `waterline.engine.cluster` start (master, 2 workers, Connect
-server) serves both modes. Each mode runs in a subprocess pytest with
+One `waterline.engine.cluster` start (master, 2 workers, Connect server) serves
+both modes. Each mode runs in a subprocess pytest with
 WATERLINE_SPARK_MASTER or WATERLINE_SPARK_REMOTE set: a classic driver and a
 Connect client cannot share a process with this one's classic session (one
 SparkContext per JVM; pyspark switches a whole process to Connect once a Connect
@@ -21,43 +21,42 @@ import pytest
 
 pytestmark = [
     pytest.mark.spark,
-    # Off in `make test` until the cluster + Connect runs have passed together within the
-    # suite's time budget on an idle machine; WATERLINE_SPARK_MODES=1 runs them.
-    pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "0") == "0",
-                       reason="cluster and Connect runs are opt-in: set WATERLINE_SPARK_MODES=1"),
+    pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "1") == "0",
+                       reason="WATERLINE_SPARK_MODES=0: cluster and Connect runs switched off"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ["tests/engine/test_mode_scenario.py", "tests/engine/test_release_differential.py::test_engine_matches_semantics"]
+MODES = {"cluster": "WATERLINE_SPARK_MASTER", "connect": "WATERLINE_SPARK_REMOTE"}
 
 
-@pytest.fixture(scope="session")
-def local_cluster(tmp_path_factory):
+def _run_mode(env_name: str, url: str) -> str | None:
+    """Run MODULES against ``url`` in a subprocess; the failure report, or None when all passed."""
+    env = {k: v for k, v in os.environ.items() if k not in MODES.values()}
+    env.update({env_name: url, "WATERLINE_ENGINE_EXAMPLES": "1", "WATERLINE_ENGINE_HISTORIES": "10",
+                "WATERLINE_ENGINE_PLAN_LENGTH": "4"})
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--durations=8", *MODULES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    print(f"{env_name}={url}: {time.monotonic() - started:.1f}s")
+    print("\n".join(line for line in done.stdout.splitlines() if line[:1].isdigit()))  # the slowest steps
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode != 0 or " passed" not in last or "skipped" in last:
+        return done.stdout[-6000:] + done.stderr[-2000:]
+    return None
+
+
+def test_engine_on_a_standalone_cluster_and_over_spark_connect(tmp_path_factory):
+    """One start of master + 2 workers + Connect server (one test: a test-parallel run must not
+    start two), then each mode in turn; both run even if the first fails."""
     from waterline.engine import cluster
 
     state_dir = tmp_path_factory.mktemp("spark-cluster")
     started = time.monotonic()
     state = cluster.start(state_dir, workers=2, worker_cores=1, worker_memory="1g")
     print(f"local cluster + Connect server started in {time.monotonic() - started:.1f}s")
-    yield state
-    cluster.stop(state_dir)
-
-
-def _run_mode(env_name: str, url: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("WATERLINE_SPARK_MASTER", "WATERLINE_SPARK_REMOTE")}
-    env.update({env_name: url, "WATERLINE_ENGINE_EXAMPLES": "1", "WATERLINE_ENGINE_HISTORIES": "10",
-                "WATERLINE_ENGINE_PLAN_LENGTH": "4"})
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--durations=8",
-                           *MODULES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
-    print(f"{env_name}={url}: {time.monotonic() - started:.1f}s")
-    print("\n".join(line for line in done.stdout.splitlines() if line[:1].isdigit()))  # the slowest steps
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and "skipped" not in done.stdout.splitlines()[-1], done.stdout[-2000:]
-
-
-def test_engine_on_a_standalone_cluster(local_cluster):
-    _run_mode("WATERLINE_SPARK_MASTER", local_cluster.master_url)
-
-
-def test_engine_over_spark_connect(local_cluster):
-    _run_mode("WATERLINE_SPARK_REMOTE", local_cluster.connect_url)
+    try:
+        urls = {"cluster": state.master_url, "connect": state.connect_url}
+        failures = {mode: report for mode, env_name in MODES.items() if (report := _run_mode(env_name, urls[mode]))}
+    finally:
+        cluster.stop(state_dir)
+    assert not failures, "\n\n".join(f"--- {mode} ---\n{report}" for mode, report in failures.items())

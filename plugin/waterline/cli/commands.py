@@ -19,16 +19,44 @@ def _spec(path: str):
 
 
 def _spark(feed=None):
-    """The session for ``feed``: its `spark:` key, overridden by WATERLINE_SPARK_MASTER/REMOTE."""
+    """The session for ``feed``: its `spark:` key, overridden by WATERLINE_SPARK_MASTER/REMOTE.
+
+    Called only after every argument and the spec are checked: a bad input never waits for
+    a JVM. The JVM's own start-up lines go to a log file, not the terminal (`quiet_jvm`).
+    """
+    from waterline.cli.quiet import quiet_jvm
     from waterline.engine.session import SessionConfig, get_session
 
-    return get_session(SessionConfig.for_spec(getattr(feed, "spark", None)))
+    config = SessionConfig.for_spec(getattr(feed, "spark", None))
+    with quiet_jvm():
+        return get_session(config)
 
 
 def _instant(text: str | None) -> int | None:
     from waterline.clock import parse_instant
 
-    return None if text is None else parse_instant(text)
+    if text is None:
+        return None
+    try:
+        return parse_instant(text)
+    except WaterlineError as exc:
+        raise WaterlineError(f"--as-of: {exc}") from exc
+    except ValueError as exc:
+        raise WaterlineError(f"--as-of: not an instant: {text!r} (e.g. 2026-01-05T08:30:00Z)") from exc
+
+
+def _tier(feed, tier: str) -> str:
+    if tier not in feed.tiers:
+        raise click.BadParameter(f"unknown tier {tier!r} (tiers: {', '.join(feed.tiers)})", param_hint="--tier")
+    return tier
+
+
+def _partition(feed, key: str, option: str = "--partition") -> str:
+    """The partition key checked against the spec's scheme (before any Spark start)."""
+    try:
+        return feed.partitions.validate(key)
+    except WaterlineError as exc:
+        raise WaterlineError(f"{option}: {exc}") from exc
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -42,21 +70,46 @@ def cli(verbose: bool) -> None:
 @click.argument("spec")
 @click.option("--tier", "tier", help="Only this tier.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def plan(spec: str, tier: str | None, as_json: bool) -> None:
-    """Print each tier's release plan: branches of (guard, start, end)."""
-    from waterline.policy import compile_policy
+@click.option("--partition", "-p", "partition",
+              help="Also check the policies against this partition's real output (starts Spark).")
+def plan(spec: str, tier: str | None, as_json: bool, partition: str | None) -> None:
+    """Print each tier's release plan: branches of (guard, start, end).
+
+    Policies may name only columns the feed produces: checked without Spark when the
+    transform's select list (or the source's declared schema) names them, and against
+    the real output with --partition.
+    """
+    from waterline.policy import check_policy_columns, compile_policy
+    from waterline.spec.columns import output_columns
 
     feed = _spec(spec)
-    if tier and tier not in feed.tiers:
-        raise click.BadParameter(f"unknown tier {tier!r} (tiers: {', '.join(feed.tiers)})", param_hint="--tier")
+    if tier:
+        _tier(feed, tier)
     tiers = {tier: feed.tiers[tier]} if tier else feed.tiers
     plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
+    known = output_columns(feed)
+    if known.names is not None:
+        for name, policy in tiers.items():
+            check_policy_columns(policy, known.names, tier=name)
+        checked = f"columns checked against {known.source}"
+    else:
+        checked = f"columns not checked: {known.source}; `waterline plan {spec} --partition KEY` checks them " \
+                  "against that partition's real output"
+    if partition is not None:
+        from waterline.engine.schedule import compile_tiers
+        from waterline.engine.source import read_output
+
+        key = _partition(feed, partition)
+        spark = _spark(feed)
+        compile_tiers(spark, feed, read_output(spark, feed, key))  # PolicyError names tier and column
+        checked = f"columns and types checked against the output of partition {key}"
     if as_json:
         click.echo(json.dumps({name: p.to_json() for name, p in plans.items()}, indent=2))
         return
     for name, p in plans.items():
         click.echo(f"tier {name}: {feed.tiers[name]}")
         click.echo(render.indent(p.describe()))
+    click.echo(checked)
 
 
 @cli.command()
@@ -67,6 +120,7 @@ def ingest(spec: str, partition: str) -> None:
     from waterline.engine.ingest import ingest as run
 
     feed = _spec(spec)
+    partition = _partition(feed, partition)
     result = run(_spark(feed), feed, partition)
     click.echo(render.ingest_line(result))
 
@@ -80,6 +134,7 @@ def backfill(spec: str, first: str, last: str) -> None:
     from waterline.engine.ingest import ingest as run
 
     feed = _spec(spec)
+    first, last = _partition(feed, first, "--from"), _partition(feed, last, "--to")
     keys = feed.partitions.keys(first, last)
     if not keys:
         raise click.BadParameter(f"no partitions from {first} to {last}", param_hint="--from/--to")
@@ -119,7 +174,8 @@ def release(spec: str, as_of: str | None, wait_until_due: bool, max_wait: str | 
         click.echo(render.release_table(done.result))
         return
     feed = _spec(spec)
-    result = run(_spark(feed), feed, as_of_us=_instant(as_of))
+    as_of_us = _instant(as_of)
+    result = run(_spark(feed), feed, as_of_us=as_of_us)
     click.echo(render.release_table(result))
 
 
@@ -145,6 +201,7 @@ def hold(spec: str, tier: str) -> None:
     from waterline.engine.control import hold as run
 
     feed = _spec(spec)
+    _tier(feed, tier)
     run(_spark(feed), feed, tier)
     click.echo(f"tier {tier}: on hold")
 
@@ -157,6 +214,7 @@ def resume(spec: str, tier: str) -> None:
     from waterline.engine.control import resume as run
 
     feed = _spec(spec)
+    _tier(feed, tier)
     run(_spark(feed), feed, tier)
     click.echo(f"tier {tier}: resumed")
 

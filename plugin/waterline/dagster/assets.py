@@ -131,7 +131,7 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             lead_us = spec.release_lead_seconds * 1_000_000
             started = time.monotonic()
             first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
-            done = release_following(spark, spec, first, lead_us=lead_us, window_us=max(60_000_000, 3 * lead_us),
+            done = release_following(spark, spec, first, lead_us=lead_us, window_us=max(FOLLOW_WINDOW_US, 3 * lead_us),
                                      max_wait_us=max_wait, clock=clock)
             for step in done:
                 if step.lag_us is not None:
@@ -159,6 +159,12 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             )
 
     return _release
+
+
+#: How long a pre-armed run keeps releasing the due moments that follow its own (each
+#: within the lead of the last): long enough that a dense schedule rarely pays a new run's
+#: start-up, short enough that a run ends and the UI shows its materializations.
+FOLLOW_WINDOW_US = 600_000_000
 
 
 def _due_tag(context) -> int | None:

@@ -33,7 +33,8 @@ from waterline.engine.lease import Lease, feed_lease
 from waterline.engine.profile import Profile, profile, profile_checking_duplicates, row_hash
 from waterline.engine.results import IngestResult
 from waterline.engine.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, with_schedule
-from waterline.engine.source import read_output
+from waterline.engine.spark_errors import hint, spark_message
+from waterline.engine.source import read_output_and_unparsed
 from waterline.engine.sqltext import sql_string
 from waterline.engine.tables import (
     creating_held_table, ensure_tier_tables, held_state, payload_schema, read_delta, table_schema,
@@ -57,16 +58,27 @@ def ingest(spark: "SparkSession", spec: "FeedSpec", partition: str, *, clock=Non
     """Process ``partition`` and append what changed to the held table."""
     clock = clock or SystemClock()
     partition = spec.partitions.validate(partition)
-    with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-        for attempt in range(_ATTEMPTS):
-            try:
-                return _ingest_locked(spark, spec, partition, clock, lease)
-            except Exception as exc:  # lost a race: recompute the sequence from the new state
-                if not (isinstance(exc, SkippedCommit) or is_conflict(exc)):
-                    raise
-                lease.check()  # a successor holds the feed: stop, nothing of ours landed
-                if attempt == _ATTEMPTS - 1:
-                    raise WaterlineError(f"feed {spec.feed}: ingest of {partition} lost {_ATTEMPTS} commit races") from exc
+    try:
+        with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
+            for attempt in range(_ATTEMPTS):
+                try:
+                    return _ingest_locked(spark, spec, partition, clock, lease)
+                except Exception as exc:  # lost a race: recompute the sequence from the new state
+                    if not (isinstance(exc, SkippedCommit) or is_conflict(exc)):
+                        raise
+                    lease.check()  # a successor holds the feed: stop, nothing of ours landed
+                    if attempt == _ATTEMPTS - 1:
+                        raise WaterlineError(
+                            f"feed {spec.feed}: ingest of {partition} lost {_ATTEMPTS} commit races") from exc
+    except WaterlineError:
+        raise
+    except Exception as exc:
+        # Spark failing on the feed's own code or data (the transform, the job, a source):
+        # one line naming the feed, the partition and Spark's error, nothing committed.
+        message = spark_message(exc)
+        if message is None:
+            raise
+        raise WaterlineError(f"feed {spec.feed}: partition {partition}: {message}{hint(exc)}") from exc
     raise AssertionError("unreachable")
 
 
@@ -76,7 +88,7 @@ def _ingest_locked(spark, spec, partition, clock, lease: Lease) -> IngestResult:
 
     state = held_state(spec)
     now = clock.now_us()
-    raw = read_output(spark, spec, partition)
+    raw, unparsed = read_output_and_unparsed(spark, spec, partition)
     check_columns(spec, raw)
     payload = [c for c in raw.columns if not C.is_system(c)]
     parsed = parse_event_time(spec, raw)
@@ -98,6 +110,7 @@ def _ingest_locked(spark, spec, partition, clock, lease: Lease) -> IngestResult:
         prof = profile(spec, rows, payload, plans)  # alone first: it may spare everything else
     else:  # no fingerprint to compare with: one job profiles and checks keys
         prof = profile_checking_duplicates(spec, partition, rows, payload, plans)
+    prof = _with_unparsed(prof, unparsed)
     sources, event_w = state.get("sources", {}), state.get("event_w")
     if spec.waterline.mode == "event":
         sources = advance_sources(spec, sources, prof.max_event_by_source, now)
@@ -123,7 +136,7 @@ def _ingest_locked(spark, spec, partition, clock, lease: Lease) -> IngestResult:
             counts = dict(nothing, total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
         else:
             counts = _version_counts(spec, versions)
-        _write_quarantine(spark, spec, partition, rows, now, quarantine=prof.quarantined > 0)
+        _write_quarantine(spark, spec, partition, rows, now, quarantine=prof.quarantined > 0, unparsed=unparsed)
         seq = state.get("seq", 0) + 1 if counts["total"] else None
         if seq is not None:
             new_state.update(seq=seq, versions=counts["total"], min_tau=counts["min_tau"])
@@ -240,20 +253,40 @@ def _version_counts(spec: "FeedSpec", versions: "DataFrame") -> dict:
     }
 
 
-def _write_quarantine(spark, spec, partition, rows, now_us, *, quarantine: bool) -> None:
-    """Replace the partition's quarantine rows: re-runs never duplicate them."""
+def _with_unparsed(prof: Profile, unparsed) -> Profile:
+    """The profile counting the source records that could not be parsed as quarantined, and
+    fingerprinting them: a re-run whose only change is in those records is not "the same"."""
+    from dataclasses import replace
+
+    from pyspark.sql import functions as F
+
+    if unparsed is None:
+        return prof
+    row = unparsed.agg(F.count(F.lit(1)).alias("n"), F.bit_xor(F.xxhash64("_wl_row", "_wl_reason")).alias("x")).collect()[0]
+    if not row["n"]:
+        return prof
+    return replace(prof, quarantined=prof.quarantined + row["n"],
+                   fingerprint=f"{prof.fingerprint}:unparsed:{row['n']}:{(row['x'] or 0) & (2**64 - 1):016x}")
+
+
+def _write_quarantine(spark, spec, partition, rows, now_us, *, quarantine: bool, unparsed=None) -> None:
+    """Replace the partition's quarantine rows: re-runs never duplicate them. Rows that failed
+    validation keep their columns as JSON; records no reader could parse keep their raw text."""
     from pyspark.sql import functions as F
 
     if not quarantine and not table_exists(spec.quarantine_path):
         return
     bad = rows.filter(F.col(REASON).isNotNull() & ~(F.col(REASON).startswith("late") & F.lit(spec.late == "drop")))
     payload = [c for c in rows.columns if not C.is_system(c) and c != REASON]
+    at = F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at")
     out = bad.select(
         F.lit(partition).alias(C.PARTITION),
         F.col(REASON).alias("_wl_reason"),
         F.to_json(F.struct(*[F.col(c) for c in payload])).alias("_wl_row"),
-        F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at"),
+        at,
     )
+    if unparsed is not None:
+        out = out.unionByName(unparsed.select(F.lit(partition).alias(C.PARTITION), "_wl_reason", "_wl_row", at))
     (
         out.write.format("delta").mode("overwrite").partitionBy(C.PARTITION)
         .option("replaceWhere", f"{C.PARTITION} = {sql_string(partition)}")

@@ -8,14 +8,14 @@ marker ``WATERLINE()``. :func:`compile_policy` removes the marker and yields a
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from waterline.policy.normalize import MAX_BRANCHES
 from waterline.policy.plan import Bound, Branch, PolicyError, ReleasePlan
 
 __all__ = [
     "MAX_BRANCHES", "Bound", "Branch", "PolicyError", "ReleasePlan",
-    "compile_policy", "plan_from_spec_tiers",
+    "check_policy_columns", "compile_policy", "plan_from_spec_tiers",
 ]
 
 
@@ -48,6 +48,17 @@ def compile_policy(sql: str, *, tier: str | None = None,
         raise PolicyError(
             f"{prefix}cannot compile policy {quote(str(sql))}: {type(err).__name__}: {err}"
         ) from err
+
+
+def check_policy_columns(sql: str, columns: "Iterable[str]", *, tier: str | None = None) -> None:
+    """Refuse a policy naming a column not among ``columns`` (names only: for when the
+    output's columns are known without Spark but their types are not)."""
+    from waterline.policy.parse import parse_policy, validate
+
+    try:
+        validate(parse_policy(sql), {name: "" for name in columns})
+    except PolicyError as err:
+        raise PolicyError((f"tier {tier}: " if tier is not None else "") + str(err)) from err
 
 
 def plan_from_spec_tiers(tiers: Mapping[str, str], columns: Mapping[str, str] | None = None,

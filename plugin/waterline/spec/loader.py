@@ -17,6 +17,7 @@ import yaml
 from waterline.spec.durations import parse_duration
 from waterline.spec.errors import SpecError
 from waterline.spec.model import (
+    DEFAULT_LEAD_SECONDS,
     DEFAULT_SOURCE,
     LATE_POLICIES,
     PATH_PLACEHOLDERS,
@@ -164,7 +165,7 @@ def spec_from_dict(
     freshness = data.get("freshness_lag_seconds")
     if freshness is not None and (isinstance(freshness, bool) or not isinstance(freshness, int) or freshness < 1):
         check.fail("freshness_lag_seconds", f"expected an integer >= 1 (seconds), got {freshness!r}")
-    lead = data.get("release_lead_seconds", 20)
+    lead = data.get("release_lead_seconds", DEFAULT_LEAD_SECONDS)
     if isinstance(lead, bool) or not isinstance(lead, int) or lead < 0:
         check.fail("release_lead_seconds", f"expected an integer >= 0 (seconds before a due moment), got {lead!r}")
 

@@ -28,6 +28,10 @@ PATH_PLACEHOLDERS = {
     "static": ("partition",),
 }
 
+#: Default `release_lead_seconds`: a Dagster run's launch plus a JVM start took up to
+#: ~30 s on a 2-core machine (docs/benchmarks.md, release latency), plus a margin.
+DEFAULT_LEAD_SECONDS = 45
+
 
 @dataclass(frozen=True)
 class SourceSpec:
@@ -114,7 +118,7 @@ class FeedSpec:
     release_interval_seconds: int = 30
     # How long before a due moment the release sensor requests the run, which
     # then starts Spark and waits on the trusted clock (0: no pre-arming).
-    release_lead_seconds: int = 20
+    release_lead_seconds: int = DEFAULT_LEAD_SECONDS
     # Expected lag of a tier whose policy is not a plain delay (Dagster freshness); None: no check.
     freshness_lag_seconds: int | None = None
     description: str | None = None
