@@ -250,3 +250,21 @@ def test_a_prearmed_run_waits_then_releases_the_moments_that_follow(spark, tmp_p
 
 
 PAST_EVENT = "2026-01-05 10:00:00"
+
+
+def test_an_ingest_failing_on_bad_data_fails_the_step_with_the_cli_one_line_message(spark, tmp_path):
+    from waterline.dagster import definitions_from_specs
+
+    feed = make_feed(tmp_path, transform="SELECT id, CAST(event_time AS TIMESTAMP) AS event_time, status, "
+                                         "CAST(embargo_until AS TIMESTAMP) AS embargo_until, v FROM source")
+    write_partition(tmp_path, "a", [dict(rows("a")[0], event_time="not a time")])
+    defs = definitions_from_specs([feed])
+    (tmp_path / "home").mkdir()
+    instance = DagsterInstance.local_temp(tempdir=str(tmp_path / "home"))
+    result = materialize([defs.get_assets_def(HELD)], instance=instance, partition_key="a",
+                         resources={"pyspark": defs.resources["pyspark"]}, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").step_failure_data
+    description = failure.user_failure_data.description
+    assert description.startswith("feed f: partition a: [CAST_INVALID_INPUT]"), description
+    assert "\n" not in description and "hint: use try_cast" in description

@@ -24,12 +24,14 @@ def _spark(feed=None):
     Called only after every argument and the spec are checked: a bad input never waits for
     a JVM. The JVM's own start-up lines go to a log file, not the terminal (`quiet_jvm`).
     """
-    from waterline.cli.quiet import quiet_jvm
+    from waterline.cli.quiet import quiet_jvm, silence_pyspark_error_logs
     from waterline.engine.session import SessionConfig, get_session
 
     config = SessionConfig.for_spec(getattr(feed, "spark", None))
     with quiet_jvm():
-        return get_session(config)
+        session = get_session(config)
+    silence_pyspark_error_logs()
+    return session
 
 
 def _instant(text: str | None) -> int | None:

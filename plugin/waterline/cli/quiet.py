@@ -57,3 +57,17 @@ def quiet_jvm() -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         log.close()
+
+
+def silence_pyspark_error_logs() -> None:
+    """PySpark logs every SQL error it raises as a JSON line on stderr (with the Python
+    stack); the CLI reports the error itself in one line, so those loggers are switched off
+    (--verbose keeps them)."""
+    if _verbose():
+        return
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - older pyspark has no such loggers
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True

@@ -7,7 +7,8 @@ the engine functions do the work, and their results become metadata.
 
 import time
 import warnings
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from dagster import (
     AssetExecutionContext,
@@ -61,7 +62,8 @@ def _held_asset(spec: "FeedSpec", translator: WaterlineTranslator, key, resource
         started = time.monotonic()
         results = []
         for partition in keys:  # a range arrives as one run: ingest its keys in order
-            result = ingest(spark, spec, partition)
+            with one_line_failure():
+                result = ingest(spark, spec, partition)
             context.log.info(
                 f"{spec.feed}/{partition}: read {result.rows_read} rows, wrote {result.versions_written} "
                 f"versions ({result.inserted} new, {result.updated} changed, {result.removed} removed), "
@@ -130,9 +132,11 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             max_wait = (spec.release_lead_seconds + spec.release_interval_seconds + 60) * 1_000_000
             lead_us = spec.release_lead_seconds * 1_000_000
             started = time.monotonic()
-            first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
-            done = release_following(spark, spec, first, lead_us=lead_us, window_us=max(FOLLOW_WINDOW_US, 3 * lead_us),
-                                     max_wait_us=max_wait, clock=clock)
+            with one_line_failure():
+                first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
+                done = release_following(spark, spec, first, lead_us=lead_us,
+                                         window_us=max(FOLLOW_WINDOW_US, 3 * lead_us), max_wait_us=max_wait,
+                                         clock=clock)
             for step in done:
                 if step.lag_us is not None:
                     lags.append(step.lag_us / 1e6)
@@ -140,7 +144,8 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             result = combine_releases([step.result for step in done])
         else:
             started = time.monotonic()
-            result = release(spark, spec, clock=clock)
+            with one_line_failure():
+                result = release(spark, spec, clock=clock)
         seconds = time.monotonic() - started
         now = clock.now_us()
         if not lags and due_us is not None and due_us > NEG_INF:
@@ -165,6 +170,18 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
 #: within the lead of the last): long enough that a dense schedule rarely pays a new run's
 #: start-up, short enough that a run ends and the UI shows its materializations.
 FOLLOW_WINDOW_US = 600_000_000
+
+
+@contextmanager
+def one_line_failure() -> Iterator[None]:
+    """A `WaterlineError` (bad input, a feed's transform failing on its data) as a Dagster
+    `Failure` with the CLI's one-line message and no Python traceback of waterline's."""
+    from waterline.errors import WaterlineError
+
+    try:
+        yield
+    except WaterlineError as err:
+        raise Failure(description=str(err), allow_retries=False) from None
 
 
 def _due_tag(context) -> int | None:
