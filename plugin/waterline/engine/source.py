@@ -98,7 +98,6 @@ def _split_unparsed(df: "DataFrame", name: str, fmt: str) -> tuple["DataFrame", 
     return bad, df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
 
 
-
 def _read_source(spark, spec, name, source, partition, *, missing_ok: bool):
     path = spec.source_path(name, partition)
     if "://" not in path and not Path(path).exists():
