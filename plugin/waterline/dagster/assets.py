@@ -108,9 +108,7 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
     def _release(context: AssetExecutionContext):
         from waterline.clock import SystemClock
         from waterline.engine.commits import table_exists
-        from waterline.engine.prearmed import release_following, release_when_due
-        from waterline.engine.results import combine_releases
-        from waterline.engine.release import release
+        from waterline.engine.prearmed import release_run
         from waterline.semantics import NEG_INF
 
         if not table_exists(spec.held_path):
@@ -123,29 +121,16 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
         spark = getattr(context.resources, resource_key).spark_session
         clock = SystemClock()
         due_us = _due_tag(context)
-        lags: list[float] = []
         if due_us is not None and due_us > clock.now_us():
-            # Pre-armed by the sensor: Spark is up; wait on the trusted clock for the moment,
-            # then keep releasing the moments that follow within the lead time (a new run
-            # could not start in time for them).
+            # Pre-armed by the sensor: Spark is up; the run waits on the trusted clock.
             context.log.info(f"{spec.feed}: pre-armed; waiting for the due moment {_fmt(due_us)}")
-            max_wait = (spec.release_lead_seconds + spec.release_interval_seconds + 60) * 1_000_000
-            lead_us = spec.release_lead_seconds * 1_000_000
-            started = time.monotonic()
-            with one_line_failure():
-                first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
-                done = release_following(spark, spec, first, lead_us=lead_us,
-                                         window_us=max(FOLLOW_WINDOW_US, 3 * lead_us), max_wait_us=max_wait,
-                                         clock=clock)
-            for step in done:
-                if step.lag_us is not None:
-                    lags.append(step.lag_us / 1e6)
-                    context.log.info(f"{spec.feed}: released {lags[-1]:.3f} s after the due moment {_fmt(step.due_us)}")
-            result = combine_releases([step.result for step in done])
-        else:
-            started = time.monotonic()
-            with one_line_failure():
-                result = release(spark, spec, clock=clock)
+        started = time.monotonic()
+        with one_line_failure():
+            run = release_run(spark, spec, due_us=due_us, clock=clock)
+        lags = [lag / 1e6 for _, lag in run.lags]
+        for moment, lag in run.lags:
+            context.log.info(f"{spec.feed}: released {lag / 1e6:.3f} s after the due moment {_fmt(moment)}")
+        result = run.result
         seconds = time.monotonic() - started
         now = clock.now_us()
         if not lags and due_us is not None and due_us > NEG_INF:
@@ -164,12 +149,6 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
             )
 
     return _release
-
-
-#: How long a pre-armed run keeps releasing the due moments that follow its own (each
-#: within the lead of the last): long enough that a dense schedule rarely pays a new run's
-#: start-up, short enough that a run ends and the UI shows its materializations.
-FOLLOW_WINDOW_US = 600_000_000
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from waterline.dagster.assets import build_held_asset, build_tier_assets
 from waterline.dagster.checks import build_quarantine_check, build_tier_checks
 from waterline.dagster.sensors import build_release_sensor, release_job_name
 from waterline.dagster.translator import HELD, WaterlineTranslator
+from waterline.spec.loader import load_feed_specs
 
 if TYPE_CHECKING:
     from waterline.spec import FeedSpec
@@ -33,22 +34,6 @@ never runs two releases of one feed at once (docs/dagster.md)."""
 
 def ingest_job_name(spec: "FeedSpec") -> str:
     return f"{spec.feed}_ingest"
-
-
-def load_feed_specs(paths_or_specs: SpecLike | Iterable[SpecLike], *, base_dir: str | Path | None = None) -> list["FeedSpec"]:
-    """FeedSpecs from spec objects and/or YAML paths (one or many); feed names must be unique."""
-    from waterline.errors import WaterlineError
-    from waterline.spec import FeedSpec, load_spec
-
-    if isinstance(paths_or_specs, (str, Path, FeedSpec)):
-        paths_or_specs = [paths_or_specs]
-    specs = [s if isinstance(s, FeedSpec) else load_spec(s, base_dir=base_dir) for s in paths_or_specs]
-    seen: dict[str, str] = {}
-    for spec in specs:
-        if spec.feed in seen:
-            raise WaterlineError(f"feed {spec.feed} is defined twice ({seen[spec.feed]} and {spec.origin})")
-        seen[spec.feed] = spec.origin
-    return specs
 
 
 def definitions_from_specs(

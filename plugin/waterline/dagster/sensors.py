@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
 from waterline.clock import format_instant
+from waterline.engine.due import armed_due_us, due_now_us, nothing_due_reason
 from waterline.engine.state import FeedState, read_feed_state
 from waterline.semantics import NEG_INF
 
@@ -50,7 +51,7 @@ def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: st
     """
     key = due_key(spec, state) or armed_key(spec, state)
     if key is None:
-        return SkipReason(_nothing_due(state))
+        return SkipReason(nothing_due_reason(state))
     last = cursor.get("run_key")
     if last and last_run_status in IN_FLIGHT:
         return SkipReason(f"release run for {last} is {last_run_status.lower()}; waiting for it to land")
@@ -72,50 +73,15 @@ def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: st
 
 def due_key(spec: "FeedSpec", state: FeedState) -> str | None:
     """``<feed>:<seq>:<next_due_us>`` naming the current due moment, None when nothing is due."""
-    due = [t.next_due_us for t in state.tiers.values() if t.due and t.next_due_us is not None]
-    if not due:
-        return None
-    return f"{spec.feed}:{state.seq}:{min(due)}"
+    due = due_now_us(state)
+    return None if due is None else f"{spec.feed}:{state.seq}:{due}"
 
 
 def armed_key(spec: "FeedSpec", state: FeedState) -> str | None:
-    """The due-moment key of a release to pre-arm now, None when none is within the lead time.
-
-    Only in clock mode: there W follows the clock, so a due moment in the future
-    is certain to arrive; in event mode it waits on data, not on time. The run
-    it names waits on the trusted clock until the moment (see
-    `waterline.engine.prearmed`), so requesting it early cannot release early.
-    """
-    lead_us = int(spec.release_lead_seconds) * 1_000_000
-    if lead_us <= 0 or spec.waterline.mode != "clock":
-        return None
-    upcoming = [
-        t.next_due_us for t in state.tiers.values()
-        if not t.hold and t.next_due_us is not None and t.next_due_us > state.release_w_us
-    ]
-    if not upcoming or min(upcoming) - state.now_us > lead_us:
-        return None
-    return f"{spec.feed}:{state.seq}:{min(upcoming)}"
-
-
-def _nothing_due(state: FeedState) -> str:
-    if not state.tiers:
-        return "nothing due: the feed has no tiers"
-    held = sorted(name for name, t in state.tiers.items() if t.hold)
-    upcoming = [
-        (t.next_due_us, name) for name, t in state.tiers.items() if not t.hold and t.next_due_us is not None
-    ]
-    parts = []
-    if upcoming:
-        at, tier = min(upcoming)
-        parts.append(f"next due {format_instant(max(at, state.now_us))} (tier {tier})")
-    elif state.seq == 0:
-        parts.append("nothing ingested yet")
-    else:
-        parts.append("no pending versions")
-    if held:
-        parts.append(f"on hold: {', '.join(held)}")
-    return "nothing due; " + "; ".join(parts)
+    """The due-moment key of a release to pre-arm now (`waterline.engine.due.armed_due_us`),
+    None when none is within the lead time."""
+    due = armed_due_us(spec, state)
+    return None if due is None else f"{spec.feed}:{state.seq}:{due}"
 
 
 def build_release_sensor(

@@ -123,3 +123,54 @@ def release_following(
             break
         done.append(release_when_due(spark, spec, due_us=upcoming, max_wait_us=max_wait_us, clock=clock))
     return done
+
+
+#: How long a pre-armed run keeps releasing the due moments that follow its own (each
+#: within the lead of the last): long enough that a dense schedule rarely pays a new run's
+#: start-up, short enough that a run ends and the orchestrator shows what it released.
+FOLLOW_WINDOW_US = 600_000_000
+
+
+@dataclass(frozen=True)
+class ReleaseRun:
+    """What one orchestrated release run did: the combined result, and per due moment reached,
+    how long after it the release committed."""
+
+    result: ReleaseResult
+    prearmed: bool  # the run started before its due moment and waited for it
+    lags: tuple[tuple[int, int], ...] = ()  # (due_us, commit minus due in µs), in order
+
+
+def release_run(
+    spark: "SparkSession",
+    spec: "FeedSpec",
+    *,
+    due_us: int | None,
+    clock=None,
+    follow_window_us: int = FOLLOW_WINDOW_US,
+) -> ReleaseRun:
+    """A release run started for ``due_us`` (from a sensor or trigger; None: release now).
+
+    A due moment still ahead is waited for on the trusted clock; one already past
+    (or None) releases once, at once, to the clock. A run that waited (pre-armed)
+    then also releases the moments that follow within the lead (a new run could
+    not start in time for them), for up to ``follow_window_us``; a run asked for
+    now ends after its one release, so a manual run never lingers.
+    """
+    from waterline.engine.results import combine_releases
+
+    clock = clock or SystemClock()
+    max_wait = (spec.release_lead_seconds + spec.release_interval_seconds + 60) * 1_000_000
+    lead_us = spec.release_lead_seconds * 1_000_000
+    prearmed = due_us is not None and due_us > clock.now_us()
+    if prearmed:
+        first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
+    else:
+        now = clock.now_us()
+        first = DueRelease(None, True, now, release(spark, spec, clock=clock), clock.now_us())
+    done = [first]
+    if prearmed and lead_us > 0:
+        done = release_following(spark, spec, first, lead_us=lead_us,
+                                 window_us=max(follow_window_us, 3 * lead_us), max_wait_us=max_wait, clock=clock)
+    lags = tuple((step.due_us, step.lag_us) for step in done if step.lag_us is not None)
+    return ReleaseRun(combine_releases([step.result for step in done]), prearmed=prearmed, lags=lags)

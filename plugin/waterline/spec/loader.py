@@ -239,6 +239,23 @@ def load_specs(
     return specs
 
 
+def load_feed_specs(
+    paths_or_specs: "str | Path | FeedSpec | Iterable[str | Path | FeedSpec]", *, base_dir: str | Path | None = None
+) -> list[FeedSpec]:
+    """FeedSpecs from spec objects and/or YAML paths (one or many); feed names must be unique.
+
+    What the orchestrator factories (Dagster definitions, Airflow DAGs) take."""
+    if isinstance(paths_or_specs, (str, Path, FeedSpec)):
+        paths_or_specs = [paths_or_specs]
+    specs = [s if isinstance(s, FeedSpec) else load_spec(s, base_dir=base_dir) for s in paths_or_specs]
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.feed in seen:
+            raise SpecError(f"feed {spec.feed} is defined twice ({seen[spec.feed]} and {spec.origin})")
+        seen[spec.feed] = spec.origin
+    return specs
+
+
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``overrides`` merged in, recursively for nested mappings; None deletes."""
     merged = copy.deepcopy(dict(base))
