@@ -1,0 +1,18 @@
+"""The demo feeds as Airflow DAGs (the Dagster code location is dags/__init__.py).
+
+    export AIRFLOW_HOME=$PWD/.waterline/airflow_home AIRFLOW__CORE__DAGS_FOLDER=$PWD/dags
+    airflow standalone                      # or `make airflow`
+
+Per feed in dags/feeds/: ``<feed>_ingest`` (a run per partition) and
+``<feed>_release`` (continuous, deferrable; unpaused so releases follow ingests).
+Paths in the specs resolve against the repo root, whatever the working directory.
+"""
+
+from pathlib import Path
+
+from waterline.airflow import dags_from_specs
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FEEDS = sorted((Path(__file__).resolve().parent / "feeds").glob("*.yaml"))
+
+globals().update(dags_from_specs(FEEDS, base_dir=REPO_ROOT, release_paused=False))

@@ -1,0 +1,33 @@
+"""Airflow 3 integration: the same feeds, engine and guarantees as the Dagster one.
+
+    # an Airflow DAG file
+    from waterline.airflow import dags_from_specs
+    globals().update(dags_from_specs(["feeds/ticks.yaml"], base_dir=REPO_ROOT))
+
+Per feed: ``<feed>_ingest`` (a run per partition; data intervals are
+partitions, so ``catchup`` and ``airflow backfill create`` ingest past ones)
+and ``<feed>_release`` (continuous; a deferrable task waits in the triggerer
+for the next due moment, reading Delta commit metadata only, then releases).
+Assets ``<feed>/held`` and ``<feed>/<tier>``; a release's asset events carry
+the tier's W_T in their ``extra``. See docs/airflow.md.
+"""
+
+from waterline.airflow.assets import held_asset, tier_asset, tier_assets
+from waterline.airflow.dags import dags_from_specs, ingest_dag, ingest_dag_id, release_dag, release_dag_id
+from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator, partitions_in_interval
+from waterline.airflow.triggers import WaterlineDueTrigger
+
+__all__ = [
+    "WaterlineDueTrigger",
+    "WaterlineIngestOperator",
+    "WaterlineReleaseOperator",
+    "dags_from_specs",
+    "held_asset",
+    "ingest_dag",
+    "ingest_dag_id",
+    "partitions_in_interval",
+    "release_dag",
+    "release_dag_id",
+    "tier_asset",
+    "tier_assets",
+]

@@ -1,0 +1,127 @@
+"""``dags_from_specs``: per feed, an ingest DAG and a release DAG.
+
+``<feed>_ingest``: one run per partition. A daily (hourly) feed runs on a daily
+(hourly) UTC schedule whose data interval is the partition, from the scheme's
+``start`` to its ``end``; ``catchup`` and ``airflow backfill create`` ingest past
+partitions; a static feed is triggered by hand with ``{"partitions": [...]}``.
+Its task's outlet is the held table's asset.
+
+``<feed>_release``: a continuous DAG (one run at a time, the next starting when
+one ends) whose one deferrable task waits in the triggerer for the feed's next
+due moment, then releases; its outlets are the tier assets. The names match the
+Dagster job ``<feed>_release`` and assets ``[feed, tier]``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Union
+
+from airflow.sdk import DAG, CronDataIntervalTimetable
+
+from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator
+from waterline.spec.partitions import DAILY_FORMAT, HOURLY_FORMAT
+
+if TYPE_CHECKING:
+    from waterline.spec import FeedSpec
+
+SpecLike = Union[str, Path, "FeedSpec"]
+TAGS = ["waterline"]
+
+
+def ingest_dag_id(spec: "FeedSpec") -> str:
+    return f"{spec.feed}_ingest"
+
+
+def release_dag_id(spec: "FeedSpec") -> str:
+    return f"{spec.feed}_release"
+
+
+def dags_from_specs(
+    paths_or_specs: SpecLike | Iterable[SpecLike],
+    *,
+    base_dir: str | Path | None = None,
+    catchup: bool = False,
+    release_paused: bool | None = None,
+    release_options: dict[str, Any] | None = None,
+    default_args: dict[str, Any] | None = None,
+) -> dict[str, DAG]:
+    """``{dag_id: DAG}`` for every feed: put them in a DAG file's globals.
+
+    ``catchup`` applies to the ingest DAGs (True: every partition from the scheme's
+    start gets a run). ``release_paused`` sets the release DAGs' pause state at
+    creation (None: the instance's ``dags_are_paused_at_creation``);
+    ``release_options`` go to each `WaterlineReleaseOperator` (``poll_seconds``,
+    ``idle_seconds``, ``deferrable``).
+    """
+    from waterline.spec.loader import load_feed_specs
+
+    dags: dict[str, DAG] = {}
+    for spec in load_feed_specs(paths_or_specs, base_dir=base_dir):
+        ingest = ingest_dag(spec, catchup=catchup, default_args=default_args)
+        release = release_dag(spec, is_paused_upon_creation=release_paused, default_args=default_args,
+                              **(release_options or {}))
+        dags[ingest.dag_id] = ingest
+        dags[release.dag_id] = release
+    return dags
+
+
+def ingest_dag(spec: "FeedSpec", *, catchup: bool = False, default_args: dict[str, Any] | None = None) -> DAG:
+    """``<feed>_ingest``: a run per partition (see the module docstring)."""
+    scheme = spec.partitions
+    schedule: Any = None
+    start_date = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    end_date = None
+    if scheme.kind in ("daily", "hourly"):
+        fmt, step = (DAILY_FORMAT, timedelta(days=1)) if scheme.kind == "daily" else (HOURLY_FORMAT, timedelta(hours=1))
+        cron = "0 0 * * *" if scheme.kind == "daily" else "0 * * * *"
+        schedule = CronDataIntervalTimetable(cron, timezone="UTC")
+        start_date = datetime.strptime(scheme.start, fmt).replace(tzinfo=timezone.utc)
+        if scheme.end is not None:  # the last run's data interval starts at `end`
+            end_date = datetime.strptime(scheme.end, fmt).replace(tzinfo=timezone.utc) + step - timedelta(seconds=1)
+    with DAG(
+        dag_id=ingest_dag_id(spec),
+        description=f"Ingest partitions of feed {spec.feed} into its held table.",
+        schedule=schedule,
+        start_date=start_date,
+        end_date=end_date,
+        catchup=catchup,
+        max_active_runs=1,  # one Spark ingest at a time; the feed lease would serialise them anyway
+        tags=[*TAGS, spec.feed],
+        default_args=default_args or {},
+        doc_md=_doc(spec),
+        params={"partitions": None} if scheme.kind == "static" else {},
+    ) as dag:
+        WaterlineIngestOperator(task_id="ingest", spec=spec)
+    return dag
+
+
+def release_dag(
+    spec: "FeedSpec",
+    *,
+    is_paused_upon_creation: bool | None = None,
+    default_args: dict[str, Any] | None = None,
+    **operator_options: Any,
+) -> DAG:
+    """``<feed>_release``: continuous; its one deferrable task releases at each due moment."""
+    with DAG(
+        dag_id=release_dag_id(spec),
+        description=f"Release every tier of feed {spec.feed} when a release is due (deferrable).",
+        schedule="@continuous",
+        start_date=datetime(2020, 1, 1, tzinfo=timezone.utc),
+        catchup=False,
+        max_active_runs=1,  # continuous DAGs run one at a time; two releases of a feed never overlap here
+        tags=[*TAGS, spec.feed],
+        default_args=default_args or {},
+        is_paused_upon_creation=is_paused_upon_creation,
+        doc_md=_doc(spec),
+    ) as dag:
+        WaterlineReleaseOperator(task_id="release", spec=spec, **operator_options)
+    return dag
+
+
+def _doc(spec: "FeedSpec") -> str:
+    tiers = "\n".join(f"- `{tier}`: `{policy}`" for tier, policy in spec.tiers.items())
+    return (f"{spec.description or ''}\n\nFeed `{spec.feed}` ({spec.origin}), partitions "
+            f"{spec.partitions.kind}. Tiers:\n{tiers}\n")
