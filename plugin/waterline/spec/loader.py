@@ -244,7 +244,10 @@ def load_feed_specs(
 ) -> list[FeedSpec]:
     """FeedSpecs from spec objects and/or YAML paths (one or many); feed names must be unique.
 
-    What the orchestrator factories (Dagster definitions, Airflow DAGs) take."""
+    What the orchestrator factories (Dagster definitions, Airflow DAGs) take. Each
+    tier's policy is compiled here, and checked against the output's columns when
+    the spec names them (`check_policies`): a bad policy fails the code location or
+    DAG file when it loads, not every run after it."""
     if isinstance(paths_or_specs, (str, Path, FeedSpec)):
         paths_or_specs = [paths_or_specs]
     specs = [s if isinstance(s, FeedSpec) else load_spec(s, base_dir=base_dir) for s in paths_or_specs]
@@ -253,7 +256,26 @@ def load_feed_specs(
         if spec.feed in seen:
             raise SpecError(f"feed {spec.feed} is defined twice ({seen[spec.feed]} and {spec.origin})")
         seen[spec.feed] = spec.origin
+        check_policies(spec)
     return specs
+
+
+def check_policies(spec: FeedSpec) -> None:
+    """Compile every tier's policy (pure Python, no Spark) and, when the transform's select
+    list or the declared schema names the output's columns, refuse a policy naming another
+    column: `waterline plan`'s checks. Raises a one-line PolicyError naming spec and tier."""
+    from waterline.errors import WaterlineError
+    from waterline.policy import check_policy_columns, compile_policy
+    from waterline.spec.columns import output_columns
+
+    known = output_columns(spec).names
+    for tier, policy in spec.tiers.items():
+        try:
+            compile_policy(policy, tier=tier)
+            if known is not None:
+                check_policy_columns(policy, known, tier=tier)
+        except WaterlineError as exc:
+            raise type(exc)(f"{spec.origin}: {exc}") from None
 
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
