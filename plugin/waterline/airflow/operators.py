@@ -37,9 +37,20 @@ class _FeedOperator(BaseOperator):
         self.spec = spec
 
     def _spark(self):
+        """The feed's session. The task log gets waterline's lines and a failure's one line;
+        the JVM's own output (banner, log4j, executors' Java stacks) goes to its log file,
+        and PySpark's JSON copy of each SQL error is off."""
+        from waterline.engine.jvm_log import jvm_stderr_to_log
         from waterline.engine.session import SessionConfig, get_session
+        from waterline.engine.spark_errors import silence_pyspark_error_logs
 
-        return get_session(SessionConfig.for_spec(self.spec.spark))
+        config = SessionConfig.for_spec(self.spec.spark)
+        with jvm_stderr_to_log() as path:
+            session = get_session(config)
+        silence_pyspark_error_logs()
+        if path is not None and config.mode != "connect":
+            self.log.info("Spark (%s): the JVM's own log is %s (WATERLINE_JVM_LOG)", config.mode, path)
+        return session
 
     @contextmanager
     def _one_line_failure(self) -> Iterator[None]:

@@ -11,20 +11,12 @@ stderr alone.
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
+from waterline.engine.jvm_log import jvm_log_path, jvm_stderr_to_log
 
-def jvm_log_path() -> Path:
-    """Where the JVM's stderr goes: WATERLINE_JVM_LOG, else a per-user file in the temp folder."""
-    explicit = os.environ.get("WATERLINE_JVM_LOG")
-    if explicit:
-        return Path(explicit)
-    return Path(tempfile.gettempdir()) / f"waterline-{os.getuid()}" / "jvm.log"
+__all__ = ["jvm_log_path", "quiet_jvm", "silence_pyspark_error_logs"]
 
 
 def _verbose() -> bool:
@@ -40,34 +32,15 @@ def quiet_jvm() -> Iterator[None]:
     if _verbose():
         yield
         return
-    path = jvm_log_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(path, "ab")
-    except OSError:  # nowhere to write it: better noise than a failure
+    with jvm_stderr_to_log():
         yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        os.dup2(log.fileno(), 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        log.close()
 
 
 def silence_pyspark_error_logs() -> None:
-    """PySpark logs every SQL error it raises as a JSON line on stderr (with the Python
-    stack); the CLI reports the error itself in one line, so those loggers are switched off
-    (--verbose keeps them)."""
+    """The CLI reports Spark's errors in one line: PySpark's own JSON error lines are
+    switched off (--verbose keeps them)."""
     if _verbose():
         return
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:  # pragma: no cover - older pyspark has no such loggers
-        return
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
-        PySparkLogger.getLogger(name).disabled = True
+    from waterline.engine.spark_errors import silence_pyspark_error_logs as silence
+
+    silence()

@@ -83,3 +83,16 @@ def _is_spark_error(exc: BaseException) -> bool:
     except ImportError:  # Spark Connect clients need no py4j
         return False
     return isinstance(exc, Py4JJavaError)
+
+
+def silence_pyspark_error_logs() -> None:
+    """Switch off PySpark's loggers that write every SQL error it raises as a JSON line (with
+    the Python stack and the JVM's message): callers that report the error themselves in one
+    line (the CLI, the Airflow operators) would otherwise show it twice, the second time as a
+    wall of text."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - older pyspark has no such loggers
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True

@@ -1,0 +1,50 @@
+"""Where a classic Spark session's JVM writes: a log file, not the caller's stderr.
+
+A classic session starts a JVM child that inherits this process's file
+descriptor 2 and keeps it for its whole life: its banner (``WARNING: Using
+incubator modules``, ``Setting default log level``) and every log4j line after
+it, such as an executor's ERROR with a full Java stack for a failing cast. The
+CLI and the Airflow operators report errors in one line, so while the session
+starts, fd 2 points at `jvm_log_path()`; the JVM keeps that file, and this
+process gets its own stderr back.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+def jvm_log_path() -> Path:
+    """WATERLINE_JVM_LOG, else a per-user file in the temp folder."""
+    explicit = os.environ.get("WATERLINE_JVM_LOG")
+    if explicit:
+        return Path(explicit)
+    return Path(tempfile.gettempdir()) / f"waterline-{os.getuid()}" / "jvm.log"
+
+
+@contextmanager
+def jvm_stderr_to_log() -> Iterator[Path | None]:
+    """Point fd 2 at `jvm_log_path()` for the block (a JVM started in it keeps the file);
+    yields the path, or None when it cannot be written (then stderr stays as it was)."""
+    path = jvm_log_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "ab")
+    except OSError:  # nowhere to write it: better noise than a failure
+        yield None
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(log.fileno(), 2)
+        yield path
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        log.close()
