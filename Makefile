@@ -10,7 +10,7 @@ M2_DEPS := .cache/maven-deps
 S3PROXY := $(VENV)/share/waterline/s3proxy
 S3PROXY_VERSION := 4.1.0
 
-.PHONY: setup test demo bench bench-latency dev lock clean
+.PHONY: setup test demo bench bench-latency dev airflow lock check-deps clean
 
 setup: $(STAMP)
 
@@ -52,10 +52,27 @@ dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \
 	    DAGSTER_HOME=$$DAGSTER_HOME $(BIN)/dagster dev -m dags -h 127.0.0.1 -p 3000
 
+# The demo feeds as Airflow DAGs (dags/airflow_feeds.py): `airflow standalone` on
+# http://127.0.0.1:8080 with its SQLite database under .waterline/airflow_home (the
+# admin password is printed and kept in simple_auth_manager_passwords.json.generated there).
+# build/airflow_loopback first on PATH keeps every component on loopback.
+AIRFLOW_HOME_DIR := $(CURDIR)/.waterline/airflow_home
+airflow: setup
+	mkdir -p $(AIRFLOW_HOME_DIR)
+	AIRFLOW_HOME=$(AIRFLOW_HOME_DIR) AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
+	    AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__API__HOST=127.0.0.1 AIRFLOW__API__PORT=8080 \
+	    WATERLINE_AIRFLOW=$(CURDIR)/$(BIN)/airflow PATH=$(CURDIR)/build/airflow_loopback:$(CURDIR)/$(BIN):$$PATH \
+	    $(BIN)/airflow standalone
+
 # Re-resolve the full pinned set after changing requirements.txt.
 lock:
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^waterline' > requirements.lock
+
+# Resolve requirements.txt afresh (pip dry run; needs the index) and check that every
+# direct pin, Dagster's and Airflow's alike, resolves as pinned and the lock has it all.
+check-deps: setup
+	$(BIN)/python build/check_resolution.py
 
 clean:
 	rm -rf $(VENV) $(M2_DEPS) .waterline .pytest_cache
