@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import FixedClock, SystemClock, format_instant
 from waterline.engine.ingest import ingest
-from waterline.engine.prearmed import release_following, release_when_due
+from waterline.engine.prearmed import release_following, release_run, release_when_due
 from waterline.engine.release import release
 from waterline.engine.timeliness import appearances
 
@@ -109,3 +109,20 @@ def test_following_stops_at_the_window(spark, tmp_path):
     done = release_following(spark, spec, first, lead_us=20 * SECOND, window_us=1 * SECOND, clock=clock)
     assert [d.due_us for d in done] == [DUE]  # row 2 is within the lead but beyond the window
     assert sorted(a.row["id"] for a in appearances(spec, "emb", _due_of)) == [1]
+
+
+def test_an_orchestrated_run_follows_the_next_moments_only_when_pre_armed(spark, tmp_path):
+    dues = {1: DUE, 2: DUE + 5 * SECOND, 3: DUE + 3600 * SECOND}
+    spec = _feed(spark, tmp_path, dues, FixedClock(DUE - 120 * SECOND))
+    # Asked for now (a manual run): one release to the clock, no wait, nothing not yet due released.
+    now_run = release_run(spark, spec, due_us=None, clock=FixedClock(DUE - 60 * SECOND))
+    assert not now_run.prearmed and now_run.lags == () and now_run.result.w_us == DUE - 60 * SECOND
+    assert appearances(spec, "emb", _due_of) == []
+    # Pre-armed for row 1 (the first reading is before it, every later one 10 s past it): it
+    # releases row 1 at its moment, then row 2 (within the lead) at its own, and stops at row 3.
+    armed = release_run(spark, spec, due_us=DUE, clock=ScriptedClock(DUE - 10 * SECOND, DUE + 10 * SECOND))
+    assert armed.prearmed and armed.lags == ((DUE, 10 * SECOND), (DUE + 5 * SECOND, 5 * SECOND))
+    assert armed.result.w_us == DUE + 5 * SECOND
+    seen = appearances(spec, "emb", _due_of)
+    assert sorted(a.row["id"] for a in seen) == [1, 2] and all(a.w_us >= a.due_us for a in seen)
+    assert armed.result.tiers["emb"].next_due_us == dues[3]

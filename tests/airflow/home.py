@@ -1,0 +1,106 @@
+"""A real Airflow 3 on a temporary AIRFLOW_HOME (SQLite) for the tests: CLI calls and `airflow standalone`.
+
+Everything runs as subprocesses of the venv's ``airflow`` with an environment
+naming the temporary home, a DAG folder holding one DAG file built by
+`waterline.airflow.dags_from_specs`, and every server bound to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from tests.dagster.deploy import free_port, stop
+
+BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[2]
+LOOPBACK = REPO / "build" / "airflow_loopback"
+
+DAG_FILE = """\
+# Built by the waterline tests: every spec in {feeds} as Airflow DAGs.
+from pathlib import Path
+
+from waterline.airflow import dags_from_specs
+
+globals().update(dags_from_specs(sorted(Path({feeds!r}).glob("*.yaml")), release_paused=False, {extra}))
+{code}"""
+
+
+class AirflowHome:
+    """A temporary AIRFLOW_HOME with its SQLite database migrated and a DAG file for ``feeds``."""
+
+    def __init__(self, root: Path, feeds: Path, *, dag_kwargs: str = "", dag_code: str = "",
+                 port: int | None = None) -> None:
+        self.root = root
+        self.home = root / "airflow_home"
+        self.dags = root / "dags"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.dags.mkdir(parents=True, exist_ok=True)
+        (self.dags / "waterline_feeds.py").write_text(DAG_FILE.format(feeds=str(feeds), extra=dag_kwargs, code=dag_code))
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            # No login in the UI and the REST API: a test instance on loopback only.
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(self.port),
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+            "PYTHONPATH": str(REPO),
+            # standalone starts its components as `airflow <component>` from PATH: the wrapper
+            # first on it keeps them on loopback (no log servers on every interface).
+            "PATH": os.pathsep.join([str(LOOPBACK), str(BIN), os.environ.get("PATH", "")]),
+            "WATERLINE_AIRFLOW": str(BIN / "airflow"),
+            "PYSPARK_PYTHON": sys.executable,
+        }
+
+    def cli(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(BIN / "airflow"), *args], cwd=str(self.root), env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"airflow {' '.join(args)} exited {proc.returncode}:\n"
+                                 f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        return proc
+
+    def migrate(self) -> None:
+        self.cli("db", "migrate", timeout=300)
+
+    @contextmanager
+    def standalone(self) -> Iterator[subprocess.Popen]:
+        """``airflow standalone`` (scheduler, dag-processor, triggerer, api-server), stopped on exit."""
+        log = open(self.root / "standalone.log", "w")
+        proc = subprocess.Popen([str(BIN / "airflow"), "standalone"], cwd=str(self.root), env=self.env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            yield proc
+        finally:
+            stop(proc, grace=30)
+            log.close()
+
+    def log_tail(self, chars: int = 6000) -> str:
+        path = self.root / "standalone.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def spec_yaml(path: Path, data: dict) -> Path:
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+__all__ = ["AirflowHome", "spec_yaml"]

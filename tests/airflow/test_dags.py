@@ -1,0 +1,123 @@
+"""The DAGs `dags_from_specs` builds, parsed by Airflow's own DagBag (no Spark, no database)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.airflow.home import REPO
+
+UTC = timezone.utc
+
+
+def _demo_specs():
+    from waterline.spec import load_spec
+
+    return {p.stem: load_spec(p, base_dir=REPO) for p in sorted((REPO / "dags" / "feeds").glob("*.yaml"))}
+
+
+def test_the_demo_dag_file_parses_into_an_ingest_and_a_release_dag_per_feed():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
+    assert sorted(bag.dag_ids) == ["indicators_ingest", "indicators_release", "ticks_ingest", "ticks_release"]
+    ingest, release = bag.dags["ticks_ingest"], bag.dags["ticks_release"]
+    assert [t.task_id for t in ingest.tasks] == ["ingest"] and [t.task_id for t in release.tasks] == ["release"]
+    assert type(release.timetable).__name__ == "ContinuousTimetable" and release.max_active_runs == 1
+    spec = _demo_specs()["ticks"]
+    assert ingest.start_date == datetime.strptime(spec.partitions.start, "%Y-%m-%d").replace(tzinfo=UTC)
+    assert [a.name for a in release.tasks[0].outlets] == [f"ticks/{tier}" for tier in spec.tiers]
+    assert [a.name for a in ingest.tasks[0].outlets] == ["ticks/held"]
+
+
+def test_assets_name_the_delta_tables():
+    from waterline.airflow import held_asset, tier_asset
+
+    spec = _demo_specs()["indicators"]
+    assert tier_asset(spec, "public").uri == Path(spec.tier_path("public")).as_uri()
+    assert held_asset(spec).uri == Path(spec.held_path).as_uri()
+    assert tier_asset(spec, "public").extra["waterline/policy"] == spec.tiers["public"]
+    with pytest.raises(KeyError, match="unknown tier 'nope'"):
+        tier_asset(spec, "nope")
+
+
+@pytest.mark.parametrize(
+    ("kind", "start", "end", "keys"),
+    [
+        ("daily", datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 6, tzinfo=UTC), ["2026-01-05"]),
+        ("daily", datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 8, tzinfo=UTC),
+         ["2026-01-05", "2026-01-06", "2026-01-07"]),
+        # a manual run: an empty interval names the partition containing it
+        ("daily", datetime(2026, 1, 6, 13, tzinfo=UTC), datetime(2026, 1, 6, 13, tzinfo=UTC), ["2026-01-06"]),
+        ("hourly", datetime(2026, 1, 5, 3, tzinfo=UTC), datetime(2026, 1, 5, 5, tzinfo=UTC),
+         ["2026-01-05-03:00", "2026-01-05-04:00"]),
+    ],
+)
+def test_a_data_interval_maps_to_its_partitions(kind, start, end, keys):
+    from waterline.airflow import partitions_in_interval
+    from waterline.spec import PartitionScheme
+
+    spec = _demo_specs()["ticks"]
+    scheme = PartitionScheme(kind=kind, start="2026-01-01" if kind == "daily" else "2026-01-01-00:00")
+    from dataclasses import replace
+
+    assert partitions_in_interval(replace(spec, partitions=scheme), start, end) == keys
+
+
+def test_an_interval_outside_the_scheme_or_a_static_scheme_is_one_clear_line():
+    from dataclasses import replace
+
+    from waterline.airflow import partitions_in_interval
+    from waterline.errors import WaterlineError
+    from waterline.spec import PartitionScheme
+
+    spec = _demo_specs()["ticks"]
+    with pytest.raises(WaterlineError, match="before the first partition"):
+        partitions_in_interval(spec, datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 1, 2, tzinfo=UTC))
+    static = replace(spec, partitions=PartitionScheme(kind="static", values=("a", "b")))
+    with pytest.raises(WaterlineError, match=r"static partitions do not follow time.*\['a', 'b'\]"):
+        partitions_in_interval(static, datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 6, tzinfo=UTC))
+
+
+def test_the_trigger_serialises_to_a_spec_the_triggerer_can_rebuild():
+    from waterline.airflow import WaterlineDueTrigger
+    from waterline.spec import spec_from_dict
+
+    spec = _demo_specs()["indicators"]
+    trigger = WaterlineDueTrigger(spec.to_dict(), base_dir=str(REPO), poll_seconds=2)
+    path, kwargs = trigger.serialize()
+    assert path == "waterline.airflow.triggers.WaterlineDueTrigger"
+    rebuilt = WaterlineDueTrigger(**kwargs)
+    assert spec_from_dict(rebuilt.spec, base_dir=rebuilt.base_dir) == spec
+    # kwargs go through Airflow's own serialiser into the database
+    from airflow.serialization.serialized_objects import BaseSerialization
+
+    assert BaseSerialization.deserialize(BaseSerialization.serialize(kwargs)) == kwargs
+
+
+def test_importing_the_integration_starts_no_spark():
+    import subprocess
+    import sys
+
+    code = ("import sys, waterline.airflow, waterline.airflow.triggers; "
+            "assert 'pyspark' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_bad_spec_is_the_dag_files_import_error_naming_the_key_at_fault(tmp_path):
+    from airflow.dag_processing.dagbag import DagBag
+
+    from tests.airflow.home import DAG_FILE, spec_yaml
+    from tests.engine.feedkit import spec_dict
+
+    spec_yaml(tmp_path / "feeds" / "f.yaml", spec_dict(tmp_path, {"emb": "embargo_until = WATERLINE()"}))
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "dags" / "feeds.py").write_text(DAG_FILE.format(feeds=str(tmp_path / "feeds"), extra="", code=""))
+    bag = DagBag(dag_folder=str(tmp_path / "dags"))
+    assert bag.dag_ids == []
+    (error,) = bag.import_errors.values()
+    last = error.strip().splitlines()[-1]
+    assert "tier emb" in last and "embargo_until = WATERLINE()" in last, error[-2000:]
