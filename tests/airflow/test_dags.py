@@ -121,3 +121,32 @@ def test_a_bad_spec_is_the_dag_files_import_error_naming_the_key_at_fault(tmp_pa
     (error,) = bag.import_errors.values()
     last = error.strip().splitlines()[-1]
     assert "tier emb" in last and "embargo_until = WATERLINE()" in last, error[-2000:]
+
+
+@pytest.mark.parametrize(("kind", "start", "end"), [("daily", "2026-01-05", "2026-01-08"),
+                                                     ("hourly", "2026-01-05-22:00", "2026-01-06-02:00")])
+def test_catchup_runs_are_the_schemes_partitions_once_each(kind, start, end):
+    """The scheduler's own run sequence (the core timetable, catchup on, the DAG's start and
+    end dates) gives one run per partition from the scheme's start to its end, no more."""
+    from dataclasses import replace
+
+    from airflow.serialization.encoders import coerce_to_core_timetable
+    from airflow.timetables.base import TimeRestriction
+
+    from waterline.airflow import dags_from_specs, partitions_in_interval
+    from waterline.spec import PartitionScheme
+
+    scheme = PartitionScheme(kind=kind, start=start, end=end)
+    spec = replace(_demo_specs()["ticks"], partitions=scheme)
+    dag = dags_from_specs(spec, catchup=True)["ticks_ingest"]
+    assert dag.catchup is True
+    timetable = coerce_to_core_timetable(dag.timetable)
+    restriction = TimeRestriction(earliest=dag.start_date, latest=dag.end_date, catchup=True)
+    runs, last = [], None
+    while (info := timetable.next_dagrun_info(last_automated_data_interval=last, restriction=restriction)) is not None:
+        runs.append(partitions_in_interval(spec, info.data_interval.start, info.data_interval.end))
+        last = info.data_interval
+        assert len(runs) < 100
+    keys = [key for run in runs for key in run]
+    assert all(len(run) == 1 for run in runs) and keys[0] == start and keys[-1] == end
+    assert len(keys) == len(set(keys)) == (4 if kind == "daily" else 5)
