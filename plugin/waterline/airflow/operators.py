@@ -241,11 +241,7 @@ class WaterlineReleaseOperator(_FeedOperator):
             self.log.info("%s: released %.3f s after the due moment %s", self.spec.feed, lag / 1e6,
                           format_instant(moment))
         for tier, result in run.result.tiers.items():
-            self.log.info(
-                "%s/%s: W_T %s (was %s); released %d, updated %d, removed %d, expired %d%s", self.spec.feed, tier,
-                _instant(result.w_us), _instant(result.previous_w_us), result.released, result.updated,
-                result.removed, result.expired, " (on hold)" if result.held else "",
-            )
+            self.log.info("%s", result.summary(self.spec.feed))
             context["outlet_events"][tier_asset(self.spec, tier)].extra = {
                 "feed": self.spec.feed, "tier": tier, "w_us": result.w_us, "w": _instant(result.w_us),
                 "previous_w_us": result.previous_w_us, "seq": result.seq, "changed": result.changed,

@@ -136,11 +136,7 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
         if not lags and due_us is not None and due_us > NEG_INF:
             context.log.info(f"{spec.feed}: released {(now - due_us) / 1e6:.3f} s after the due moment {_fmt(due_us)}")
         for tier, tier_result in result.tiers.items():
-            context.log.info(
-                f"{spec.feed}/{tier}: W_T {_fmt(tier_result.w_us)} (was {_fmt(tier_result.previous_w_us)}); "
-                f"released {tier_result.released}, updated {tier_result.updated}, removed {tier_result.removed}, "
-                f"expired {tier_result.expired}" + (" (on hold)" if tier_result.held else "")
-            )
+            context.log.info(tier_result.summary(spec.feed))
             yield MaterializeResult(
                 asset_key=keys[tier],
                 data_version=None if tier_result.w_us is None else DataVersion(str(tier_result.w_us)),

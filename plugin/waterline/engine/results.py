@@ -1,4 +1,4 @@
-"""Results of engine operations: frozen, JSON-ready, used by the CLI and Dagster metadata."""
+"""Results of engine operations: frozen, JSON-ready, used by the CLI, Dagster metadata and Airflow asset events."""
 
 from __future__ import annotations
 
@@ -42,6 +42,17 @@ class TierRelease(_Result):
     next_due_us: int | None = None
     held: bool = False  # True when the tier is on hold and was skipped
     changed: bool = False
+
+    def summary(self, feed: str) -> str:
+        """One log line: ``feed/tier: W_T ... (was ...); released n, updated n, removed n, expired n``."""
+        from waterline.clock import format_instant
+
+        def at(us: int | None) -> str:
+            return "none" if us is None else format_instant(us)
+
+        return (f"{feed}/{self.tier}: W_T {at(self.w_us)} (was {at(self.previous_w_us)}); released {self.released}, "
+                f"updated {self.updated}, removed {self.removed}, expired {self.expired}"
+                + (" (on hold)" if self.held else ""))
 
 
 @dataclass(frozen=True)
