@@ -126,3 +126,19 @@ def test_an_orchestrated_run_follows_the_next_moments_only_when_pre_armed(spark,
     seen = appearances(spec, "emb", _due_of)
     assert sorted(a.row["id"] for a in seen) == [1, 2] and all(a.w_us >= a.due_us for a in seen)
     assert armed.result.tiers["emb"].next_due_us == dues[3]
+
+
+def test_a_rehearsal_at_the_due_moment_commits_nothing(spark, tmp_path):
+    from waterline.engine.commits import table_version
+    from waterline.engine.release import rehearse
+
+    spec = _feed(spark, tmp_path, {1: DUE, 2: DUE + 60 * SECOND}, FixedClock(DUE - 120 * SECOND))
+    release(spark, spec, clock=FixedClock(DUE - 60 * SECOND))
+    paths = [spec.held_path, *(spec.tier_path(t) for t in spec.tiers)]
+    before = [table_version(p) for p in paths]
+    rehearse(spark, spec, w_us=DUE)
+    assert [table_version(p) for p in paths] == before
+    assert appearances(spec, "emb", _due_of) == []
+    # ...and the release at the moment publishes exactly what is due then.
+    assert release(spark, spec, as_of_us=DUE, clock=FixedClock(DUE)).tiers["emb"].released == 1
+    assert [a.row["id"] for a in appearances(spec, "emb", _due_of)] == [1]
