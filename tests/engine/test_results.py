@@ -1,6 +1,6 @@
 """The one-line summary of a tier's release, as the Dagster and Airflow logs print it."""
 
-from waterline.engine.results import TierRelease
+from waterline.engine.results import IngestResult, TierRelease
 
 
 def test_a_tier_release_summary_names_feed_tier_waterlines_and_counts():
@@ -9,3 +9,11 @@ def test_a_tier_release_summary_names_feed_tier_waterlines_and_counts():
                                  "expired 1")
     held = TierRelease(tier="emb", w_us=None, previous_w_us=None, seq=0, held=True)
     assert held.summary("f").endswith("(on hold)") and "W_T none" in held.summary("f")
+
+
+def test_an_ingest_summary_names_feed_partition_and_counts():
+    done = IngestResult(feed="f", partition="2026-01-05", seq=1, rows_read=3, versions_written=3, inserted=3,
+                        updated=0, removed=0, unchanged=0, quarantined=1, late_dropped=0, event_waterline_us=None,
+                        next_due_us=None)
+    assert done.summary() == ("f/2026-01-05: read 3 rows, wrote 3 versions (3 new, 0 changed, 0 removed), "
+                              "0 unchanged, 1 quarantined")

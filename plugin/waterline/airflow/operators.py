@@ -64,7 +64,7 @@ class _FeedOperator(BaseOperator):
 
 
 class WaterlineIngestOperator(_FeedOperator):
-    """Ingest partitions of a feed into its held table, in key order.
+    """Ingest partitions of a feed into its held table, one after another, in the order named.
 
     ``partitions`` (templated) names them: a key or a list of keys. Without it, a
     run's conf ``{"partitions": [...]}`` names them; else a manual run ingests the
@@ -90,12 +90,7 @@ class WaterlineIngestOperator(_FeedOperator):
             for key in keys:
                 started = time.monotonic()
                 result = ingest(spark, self.spec, key)
-                self.log.info(
-                    "%s/%s: read %d rows, wrote %d versions (%d new, %d changed, %d removed), %d unchanged, "
-                    "%d quarantined in %.1f s", self.spec.feed, key, result.rows_read, result.versions_written,
-                    result.inserted, result.updated, result.removed, result.unchanged, result.quarantined,
-                    time.monotonic() - started,
-                )
+                self.log.info("%s in %.1f s", result.summary(), time.monotonic() - started)
                 done.append(result.to_dict())
         event = context["outlet_events"][held_asset(self.spec)]
         event.extra = {"feed": self.spec.feed, "partitions": keys,

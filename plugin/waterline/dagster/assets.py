@@ -64,11 +64,7 @@ def _held_asset(spec: "FeedSpec", translator: WaterlineTranslator, key, resource
         for partition in keys:  # a range arrives as one run: ingest its keys in order
             with one_line_failure():
                 result = ingest(spark, spec, partition)
-            context.log.info(
-                f"{spec.feed}/{partition}: read {result.rows_read} rows, wrote {result.versions_written} "
-                f"versions ({result.inserted} new, {result.updated} changed, {result.removed} removed), "
-                f"{result.unchanged} unchanged, {result.quarantined} quarantined"
-            )
+            context.log.info(result.summary())
             results.append(result)
         state = read_feed_state(spec)
         return MaterializeResult(

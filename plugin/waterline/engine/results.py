@@ -27,6 +27,12 @@ class IngestResult(_Result):
     event_waterline_us: int | None
     next_due_us: int | None
 
+    def summary(self) -> str:
+        """One log line: ``feed/partition: read n rows, wrote n versions (...)``."""
+        return (f"{self.feed}/{self.partition}: read {self.rows_read} rows, wrote {self.versions_written} versions "
+                f"({self.inserted} new, {self.updated} changed, {self.removed} removed), {self.unchanged} unchanged, "
+                f"{self.quarantined} quarantined")
+
 
 @dataclass(frozen=True)
 class TierRelease(_Result):
