@@ -40,16 +40,11 @@ class _FeedOperator(BaseOperator):
         """The feed's session. The task log gets waterline's lines and a failure's one line;
         the JVM's own output (banner, log4j, executors' Java stacks) goes to its log file,
         and PySpark's JSON copy of each SQL error is off."""
-        from waterline.engine.jvm_log import jvm_stderr_to_log
-        from waterline.engine.session import SessionConfig, get_session
-        from waterline.engine.spark_errors import silence_pyspark_error_logs
+        from waterline.engine.jvm_log import quiet_session
 
-        config = SessionConfig.for_spec(self.spec.spark)
-        with jvm_stderr_to_log() as path:
-            session = get_session(config)
-        silence_pyspark_error_logs()
-        if path is not None and config.mode != "connect":
-            self.log.info("Spark (%s): the JVM's own log is %s (WATERLINE_JVM_LOG)", config.mode, path)
+        session, jvm_log = quiet_session(self.spec.spark)
+        if jvm_log is not None:
+            self.log.info("Spark: the JVM's own log is %s (WATERLINE_JVM_LOG)", jvm_log)
         return session
 
     @contextmanager

@@ -22,16 +22,17 @@ def _spark(feed=None):
     """The session for ``feed``: its `spark:` key, overridden by WATERLINE_SPARK_MASTER/REMOTE.
 
     Called only after every argument and the spec are checked: a bad input never waits for
-    a JVM. The JVM's own start-up lines go to a log file, not the terminal (`quiet_jvm`).
+    a JVM. Unless --verbose, the JVM's own lines go to a log file, not the terminal, and
+    PySpark's JSON copies of SQL errors are off (`engine.jvm_log.quiet_session`).
     """
-    from waterline.cli.quiet import quiet_jvm, silence_pyspark_error_logs
-    from waterline.engine.session import SessionConfig, get_session
+    from waterline.engine.jvm_log import quiet_session
 
-    config = SessionConfig.for_spec(getattr(feed, "spark", None))
-    with quiet_jvm():
-        session = get_session(config)
-    silence_pyspark_error_logs()
-    return session
+    return quiet_session(getattr(feed, "spark", None), quiet=not _verbose())[0]
+
+
+def _verbose() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context and context.find_root().params.get("verbose"))
 
 
 def _instant(text: str | None) -> int | None:

@@ -16,7 +16,10 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def jvm_log_path() -> Path:
@@ -48,3 +51,24 @@ def jvm_stderr_to_log() -> Iterator[Path | None]:
         os.dup2(saved, 2)
         os.close(saved)
         log.close()
+
+
+def quiet_session(spark_key: Any = None, *, quiet: bool = True) -> "tuple[SparkSession, Path | None]":
+    """The session for a spec's ``spark:`` key (WATERLINE_SPARK_MASTER/_REMOTE override it).
+
+    With ``quiet`` (the caller reports errors in one line: the CLI without
+    --verbose, the Airflow operators) a JVM it starts writes to `jvm_log_path()`
+    and PySpark's JSON copy of each SQL error is off. Returns the session and the
+    JVM log's path: None when not quiet, over Spark Connect (no local JVM), or
+    when the file cannot be written.
+    """
+    from waterline.engine.session import SessionConfig, get_session
+    from waterline.engine.spark_errors import silence_pyspark_error_logs
+
+    config = SessionConfig.for_spec(spark_key)
+    if not quiet:
+        return get_session(config), None
+    with jvm_stderr_to_log() as path:
+        session = get_session(config)
+    silence_pyspark_error_logs()
+    return session, None if config.mode == "connect" else path
