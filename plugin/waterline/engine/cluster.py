@@ -245,7 +245,7 @@ def _alive_workers(state: ClusterState) -> int:
     try:
         with urllib.request.urlopen(f"{state.master_ui}/json/", timeout=2) as response:
             return int(json.load(response).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError):  # not listening yet, or a starting UI answering with its HTML page
         return 0
 
 
