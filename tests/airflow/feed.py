@@ -23,6 +23,10 @@ LAST_PARTITION = "2026-01-06"
 PAST = "2026-01-05T10:00:00"
 FAR = "2099-01-01T00:00:00"
 SECOND = 1_000_000
+#: The release task's line before it releases a due moment it was resumed for: pre-armed
+#: (Spark up in time, it waits), or late (under load Spark came up after the moment; it
+#: releases at once). Either is correct; neither may release early (checked from the tables).
+ARMED_OR_LATE = r"pre-armed; waiting for the due moment|the due moment \S+ passed [\d.]+ s before Spark was up"
 #: Partition 2026-01-05: a row due at once and one due in 2099.
 FIRST_ROWS = [
     {"id": 0, "event_time": PAST, "status": "final", "embargo_until": PAST, "v": "now"},

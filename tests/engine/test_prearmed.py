@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import FixedClock, SystemClock, format_instant
 from waterline.engine.ingest import ingest
-from waterline.engine.prearmed import release_following, release_run, release_when_due
+from waterline.engine.prearmed import arming_line, release_following, release_run, release_when_due
 from waterline.engine.release import release
 from waterline.engine.timeliness import appearances
 
@@ -142,3 +142,23 @@ def test_a_rehearsal_at_the_due_moment_commits_nothing(spark, tmp_path):
     # ...and the release at the moment publishes exactly what is due then.
     assert release(spark, spec, as_of_us=DUE, clock=FixedClock(DUE)).tiers["emb"].released == 1
     assert [a.row["id"] for a in appearances(spec, "emb", _due_of)] == [1]
+
+
+def test_a_run_for_a_moment_already_past_releases_at_once_and_reports_its_lag(spark, tmp_path):
+    dues = {1: DUE, 2: DUE + 5 * SECOND}
+    spec = _feed(spark, tmp_path, dues, FixedClock(DUE - 120 * SECOND))
+    # The trigger fired for DUE, but Spark was up 7 s after it: no wait, no following; one
+    # release to the clock publishes rows 1 and 2 (both due by then), and the lag is DUE's.
+    late = release_run(spark, spec, due_us=DUE, clock=FixedClock(DUE + 7 * SECOND))
+    assert not late.prearmed and late.lags == ((DUE, 7 * SECOND),)
+    assert late.result.w_us == DUE + 7 * SECOND
+    assert sorted(a.row["id"] for a in appearances(spec, "emb", _due_of)) == [1, 2]
+    assert all(a.w_us >= a.due_us for a in appearances(spec, "emb", _due_of))  # W_T, not wall time: a FixedClock
+
+
+def test_the_arming_line_says_whether_the_run_waits_or_was_late():
+    assert arming_line("f", None, DUE) is None
+    assert arming_line("f", DUE, DUE - SECOND) == f"f: pre-armed; waiting for the due moment {format_instant(DUE)}"
+    late = arming_line("f", DUE, DUE + 7 * SECOND)
+    assert late.startswith(f"f: the due moment {format_instant(DUE)} passed 7.0 s before Spark was up")
+    assert "release_lead_seconds" in late

@@ -217,12 +217,12 @@ class WaterlineReleaseOperator(_FeedOperator):
 
     def _release(self, context: "Context", due_us: int | None) -> dict[str, Any]:
         from waterline.clock import SystemClock, format_instant
-        from waterline.engine.prearmed import release_run
+        from waterline.engine.prearmed import arming_line, release_run
 
         clock = SystemClock()
         spark = self._spark()
-        if due_us is not None and due_us > clock.now_us():
-            self.log.info("%s: pre-armed; waiting for the due moment %s", self.spec.feed, format_instant(due_us))
+        if line := arming_line(self.spec.feed, due_us, clock.now_us()):
+            self.log.info("%s", line)
         started = time.monotonic()
         with self._one_line_failure():
             run = release_run(spark, self.spec, due_us=due_us, clock=clock)

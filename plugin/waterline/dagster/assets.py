@@ -104,8 +104,7 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
     def _release(context: AssetExecutionContext):
         from waterline.clock import SystemClock
         from waterline.engine.commits import table_exists
-        from waterline.engine.prearmed import release_run
-        from waterline.semantics import NEG_INF
+        from waterline.engine.prearmed import arming_line, release_run
 
         if not table_exists(spec.held_path):
             raise Failure(
@@ -117,9 +116,8 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
         spark = getattr(context.resources, resource_key).spark_session
         clock = SystemClock()
         due_us = _due_tag(context)
-        if due_us is not None and due_us > clock.now_us():
-            # Pre-armed by the sensor: Spark is up; the run waits on the trusted clock.
-            context.log.info(f"{spec.feed}: pre-armed; waiting for the due moment {_fmt(due_us)}")
+        if line := arming_line(spec.feed, due_us, clock.now_us()):
+            context.log.info(line)
         started = time.monotonic()
         with one_line_failure():
             run = release_run(spark, spec, due_us=due_us, clock=clock)
@@ -129,8 +127,6 @@ def build_tier_assets(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
         result = run.result
         seconds = time.monotonic() - started
         now = clock.now_us()
-        if not lags and due_us is not None and due_us > NEG_INF:
-            context.log.info(f"{spec.feed}: released {(now - due_us) / 1e6:.3f} s after the due moment {_fmt(due_us)}")
         for tier, tier_result in result.tiers.items():
             context.log.info(tier_result.summary(spec.feed))
             yield MaterializeResult(

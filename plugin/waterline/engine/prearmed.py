@@ -19,6 +19,7 @@ from waterline.engine.release import rehearse, release
 from waterline.engine.results import ReleaseResult
 from waterline.engine.state import read_feed_state
 from waterline.engine.tables import read_delta
+from waterline.semantics import NEG_INF
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -163,7 +164,7 @@ def release_run(
     """A release run started for ``due_us`` (from a sensor or trigger; None: release now).
 
     A due moment still ahead is waited for on the trusted clock; one already past
-    (or None) releases once, at once, to the clock. A run that waited (pre-armed)
+    (or None) releases once, at once, to the clock (a past moment's lag is reported too). A run that waited (pre-armed)
     then also releases the moments that follow within the lead (a new run could
     not start in time for them), for up to ``follow_window_us``; a run asked for
     now ends after its one release, so a manual run never lingers.
@@ -177,11 +178,28 @@ def release_run(
     if prearmed:
         first = release_when_due(spark, spec, due_us=due_us, max_wait_us=max_wait, clock=clock)
     else:
+        # A moment already past when the run got here (a slow start, a late trigger) is
+        # released to the clock at once; its lag is still reported, the run was for it.
+        asked = due_us if due_us is not None and due_us > NEG_INF else None
         now = clock.now_us()
-        first = DueRelease(None, True, now, release(spark, spec, clock=clock), clock.now_us())
+        first = DueRelease(asked, True, now, release(spark, spec, clock=clock), clock.now_us())
     done = [first]
     if prearmed and lead_us > 0:
         done = release_following(spark, spec, first, lead_us=lead_us,
                                  window_us=max(follow_window_us, 3 * lead_us), max_wait_us=max_wait, clock=clock)
     lags = tuple((step.due_us, step.lag_us) for step in done if step.lag_us is not None)
     return ReleaseRun(combine_releases([step.result for step in done]), prearmed=prearmed, lags=lags)
+
+
+def arming_line(feed: str, due_us: int | None, now_us: int) -> str | None:
+    """What an orchestrated run started for ``due_us`` logs before `release_run`: that it
+    waits (pre-armed), or that the moment passed before Spark was up (a lead too short
+    for this machine's start-up). None for a run asked for now."""
+    from waterline.clock import format_instant
+
+    if due_us is None or due_us <= NEG_INF:
+        return None
+    if due_us > now_us:
+        return f"{feed}: pre-armed; waiting for the due moment {format_instant(due_us)}"
+    return (f"{feed}: the due moment {format_instant(due_us)} passed {(now_us - due_us) / 1e6:.1f} s before "
+            "Spark was up; releasing at once (a longer release_lead_seconds would pre-arm it)")
