@@ -103,6 +103,15 @@ def test_daemon_sensor_releases_and_job_backfill_completes(deployment):
         keys = [r.tags.get("dagster/run_key") for r in releases]
         assert len(keys) == len(set(keys))  # one run per due moment
 
+        # The runs' JVMs wrote their banner and log4j lines to the JVM log, not to the run
+        # workers' stderr (the daemon's output here, where executors' Java stacks would
+        # bury the one-line failures); each run's event log says where the JVM log is.
+        daemon_log = deploy.log_tail(d, "daemon", 10**7)
+        assert "Setting default log level" not in daemon_log and "incubator modules" not in daemon_log
+        for run in releases + instance.get_runs(filters=RunsFilter(job_name="f_ingest")):
+            messages = [e.message for e in instance.all_logs(run.run_id)]
+            assert any("the JVM's own log is" in m for m in messages), messages
+
 
 @pytest.mark.browser
 def test_tier_asset_page_shows_w_t(deployment):

@@ -41,13 +41,26 @@ class WaterlinePySparkResource(PySparkResource):
     """
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
+        from waterline.engine.jvm_log import jvm_stderr_to_log
+        from waterline.engine.spark_errors import silence_pyspark_error_logs
+
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        super().setup_for_execution(context)
+        # A failing run reports one line (`one_line_failure`); the JVM's banner, log4j lines
+        # and executors' Java stacks would bury it in the step's compute log: they go to
+        # the JVM log instead, and PySpark's JSON copy of each SQL error is off.
+        from pyspark import SparkContext
+
+        starts_jvm = SparkContext._active_spark_context is None and "spark.remote" not in (self.spark_config or {})
+        with jvm_stderr_to_log() as jvm_log:
+            super().setup_for_execution(context)
+        silence_pyspark_error_logs()
         try:
             self.spark_session.sparkContext.setLogLevel("ERROR")
         except Exception:  # Spark Connect sessions have no SparkContext
-            pass
+            return
+        if starts_jvm and jvm_log is not None and context.log is not None:
+            context.log.info(f"Spark: the JVM's own log is {jvm_log} (WATERLINE_JVM_LOG)")
 
 
 _SHARED: dict[str, WaterlinePySparkResource] = {}
