@@ -35,12 +35,25 @@ from waterline.engine.timeliness import appearances
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 
 LEAD = 20  # the trigger fires this long before the due moment; the task starts Spark and waits
+# A release DAG that does not defer: it releases to the clock at once, due or not.
+RELEASE_NOW = """
+from datetime import datetime, timezone
+
+from airflow.sdk import DAG
+
+from waterline.airflow import WaterlineReleaseOperator
+from waterline.spec import load_spec
+
+with DAG("f_release_now", schedule=None, start_date=datetime(2026, 1, 1, tzinfo=timezone.utc), catchup=False):
+    WaterlineReleaseOperator(task_id="release", spec=load_spec({spec!r}), deferrable=False)
+"""
 
 
 def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_path):
     feeds = write_feed(tmp_path, lead_seconds=LEAD)
     failing = write_failing_feed(tmp_path)
-    airflow = AirflowHome(tmp_path, feeds, dag_kwargs='release_options={"idle_seconds": 600}')
+    airflow = AirflowHome(tmp_path, feeds, dag_kwargs='release_options={"idle_seconds": 600}',
+                          dag_code=RELEASE_NOW.format(spec=str(feeds / "f.yaml")))
     airflow.migrate()
     spec = load(tmp_path)
 
@@ -91,6 +104,16 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     assert [e["released"] for e in by_asset["f/emb"]] == [1, 1]
     assert by_asset["f/d10"][-1]["w_us"] == w_second["d10"]
     assert 0 <= lag < 600
+
+    # deferrable=False: nothing is due (the next row in 2099), the task neither defers nor
+    # waits; W_T moves to the clock, the tiers keep their rows (the oracle at the new W_T).
+    before = SystemClock().now_us()
+    now = airflow.cli("dags", "test", "f_release_now")
+    out = now.stdout + now.stderr
+    assert "Trigger" not in out and "pre-armed" not in out and "DEFERRED" not in out, out[-4000:]
+    w_now = assert_tiers_match_oracle(spec, oracle([(PARTITION, FIRST_ROWS), (LAST_PARTITION, later)]))
+    assert all(w >= before for w in w_now.values()), (w_now, before)
+    assert "f/emb: W_T " in out and "released 0" in out, out[-4000:]
 
     # A feed whose transform fails on its data: the task fails at once (no retry) with the
     # CLI's one line in the task log, and no Spark/py4j chain behind it.
