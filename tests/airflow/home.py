@@ -50,6 +50,8 @@ class AirflowHome:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "tests.airflow.sqlite_connect.CONNECT_ARGS",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "tests.airflow.sqlite_connect.ASYNC_CONNECT_ARGS",
             # No login in the UI and the REST API: a test instance on loopback only.
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__API__HOST": "127.0.0.1",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -130,14 +131,15 @@ def test_standalone_backfills_and_a_deferred_release_fires_at_the_due_moment(tmp
         armed = re.search(ARMED_OR_LATE, log)
         assert armed, f"the release task did not say whether it waited: {log[-3000:]}"
 
-        asset = _api(airflow, "/api/v2/assets", name_pattern="f/emb")["assets"][0]
-        events = _api(airflow, "/api/v2/assets/events", asset_id=asset["id"], order_by="-timestamp")["asset_events"]
-        w_emb = read_feed_state(spec).tiers["emb"].w_us
-        assert events[0]["extra"]["w_us"] == w_emb and events[0]["extra"]["released"] == 1
-        assert events[0]["source_dag_id"] == "f_release" and events[0]["source_run_id"] == run_id
         # The downstream DAG ran on the tier's events and saw the deferred release's W_T.
+        w_emb = read_feed_state(spec).tiers["emb"].w_us
         wait_for(lambda: consumed.exists() and w_emb in [json.loads(x)["w_us"] for x in consumed.read_text().splitlines()],
                  timeout=180, interval=1, what=f"the consumer DAG to run on W_T {format_instant(w_emb)}")
+        asset = _api(airflow, "/api/v2/assets", name_pattern="f/emb")["assets"][0]
+        events = wait_for(lambda: _asset_events(airflow, asset["id"]), timeout=60, interval=1,
+                          what="the tier asset's events from the REST API")
+        assert events[0]["extra"]["w_us"] == w_emb and events[0]["extra"]["released"] == 1
+        assert events[0]["source_dag_id"] == "f_release" and events[0]["source_run_id"] == run_id
         _screenshots(airflow, run_id, asset["id"], tmp_path)
     print(f"phases (s from start): { {k: round(v, 1) for k, v in phases.items()} }; "
           f"row due {format_instant(due)} committed {lag:.3f} s after; the task: {armed.group(0)!r}")
@@ -149,9 +151,19 @@ def _api(airflow: AirflowHome, path: str, **query) -> dict:
         return json.loads(resp.read())
 
 
-def _dag_ids(airflow: AirflowHome) -> set[str]:
-    import urllib.error
+def _asset_events(airflow: AirflowHome, asset_id: int) -> list[dict] | None:
+    """The asset's events, newest first; None while the API answers 500: Airflow 3.3.2 fails the
+    whole list while a DagRun one of the events created is queued with no start date yet
+    (apache/airflow#71360, fixed after 3.3.2), as the consumer DAG's run is for a moment."""
+    try:
+        return _api(airflow, "/api/v2/assets/events", asset_id=asset_id, order_by="-timestamp")["asset_events"]
+    except urllib.error.HTTPError as exc:
+        if exc.code == 500:
+            return None
+        raise
 
+
+def _dag_ids(airflow: AirflowHome) -> set[str]:
     try:
         return {d["dag_id"] for d in _api(airflow, "/api/v2/dags")["dags"]}
     except urllib.error.HTTPError as exc:
