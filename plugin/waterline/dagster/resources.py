@@ -41,16 +41,17 @@ class WaterlinePySparkResource(PySparkResource):
     """
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
+        from pyspark import SparkContext
+
         from waterline.engine.jvm_log import jvm_stderr_to_log
         from waterline.engine.spark_errors import silence_pyspark_error_logs
 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         # A failing run reports one line (`one_line_failure`); the JVM's banner, log4j lines
-        # and executors' Java stacks would bury it in the step's compute log: they go to
-        # the JVM log instead, and PySpark's JSON copy of each SQL error is off.
-        from pyspark import SparkContext
-
+        # and executors' Java stacks would otherwise fill the run worker's stderr (the
+        # daemon's or `dagster dev`'s terminal): they go to the JVM log instead, and
+        # PySpark's JSON copy of each SQL error is off.
         starts_jvm = SparkContext._active_spark_context is None and "spark.remote" not in (self.spark_config or {})
         with jvm_stderr_to_log() as jvm_log:
             super().setup_for_execution(context)
