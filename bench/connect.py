@@ -1,6 +1,6 @@
 """`python -m bench.connect`: the Spark Connect case, in its own process (no JVM here).
 
-Starts a Connect server (`waterline.engine.cluster`, Delta jars, local[2]) on a
+Starts a Connect server (`waterline.engine.spark.cluster`, Delta jars, local[2]) on a
 free loopback port, then over one Connect session, at a smaller scale than the
 main bench (WATERLINE_BENCH_CONNECT_ROWS, default 100k rows per partition):
 
@@ -29,7 +29,7 @@ from bench import feed as FEED
 
 RESULTS = Path(__file__).with_name("results")
 _CLASSIC_START = (
-    "import time; t = time.monotonic(); from waterline.engine.session import get_session; "
+    "import time; t = time.monotonic(); from waterline.engine.spark.session import get_session; "
     "s = get_session(); s.sql('SELECT 1').collect(); print(time.monotonic() - t)"
 )
 
@@ -41,12 +41,13 @@ def _timed(fn) -> float:
 
 
 def main() -> int:
+    from waterline import Feed
     from waterline.clock import FixedClock
-    from waterline.engine import cluster
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.session import SessionConfig, get_session
-    from waterline.engine.sqltext import delta_path, temp_view
+    from waterline.engine.core.sqltext import delta_path
+    from waterline.engine.log.spark_config import SessionConfig
+    from waterline.engine.spark import cluster
+    from waterline.engine.spark.session import get_session
+    from waterline.engine.spark.views import temp_view
 
     rows = int(os.environ.get("WATERLINE_BENCH_CONNECT_ROWS", "100000"))
     reps = max(1, int(os.environ.get("WATERLINE_BENCH_REPS", "3")))
@@ -68,18 +69,18 @@ def main() -> int:
         out["client_start_s"] = time.monotonic() - started
 
         spec = FEED.make_spec(work)
-        clock = FixedClock(4_000_000_000_000_000)
+        feed = Feed(spec, spark=spark, clock=FixedClock(4_000_000_000_000_000))
         days = FEED.days("2026-01-05", reps + 1)
         for day in days:
             FEED.write_source(spark, work, day, rows)
         ingest_s, append_s, release_s, merge_s, tick_s, count_s = [], [], [], [], [], []
         for i, day in enumerate(days):
-            ingest_s.append(_timed(lambda: ingest(spark, spec, day, clock=clock)))
+            ingest_s.append(_timed(lambda: feed.ingest(day)))
             output = spark.read.parquet(str(work / "src" / day))
             append_s.append(_timed(lambda: output.write.format("delta").mode("append").save(str(work / "plain"))))
             w = FEED.due_waterline(day)
-            release_s.append(_timed(lambda: release(spark, spec, as_of_us=w, clock=clock)))
-            tick_s.append(_timed(lambda: release(spark, spec, as_of_us=w + 1, clock=clock)))
+            release_s.append(_timed(lambda: feed.release(as_of=w)))
+            tick_s.append(_timed(lambda: feed.release(as_of=w + 1)))
             count_s.append(_timed(lambda: spark.sql(f"SELECT count(*) FROM {delta_path(spec.tier_path(FEED.TIER))}").collect()))
 
             def bare_merge():

@@ -37,7 +37,7 @@ def _connect_server():
     if os.environ.get("WATERLINE_SPARK_REMOTE"):
         yield os.environ["WATERLINE_SPARK_REMOTE"]
         return
-    from waterline.engine import cluster
+    from waterline.engine.spark import cluster
 
     state_dir = Path(tempfile.mkdtemp(prefix="wl-latency-connect-"))
     state = cluster.start(state_dir, workers=0, connect=True)
@@ -50,7 +50,7 @@ def _connect_server():
 def run_path(name: str, lead: int, rows: int, gap: int, interval: int = 5, head_start: int = 150,
              remote: str | None = None) -> dict:
     from waterline.clock import SystemClock, format_instant
-    from waterline.engine.timeliness import appearances
+    from waterline.engine.log.timeliness import appearances
     from waterline.spec import load_spec
 
     root = Path(tempfile.mkdtemp(prefix=f"wl-latency-{name}-"))

@@ -9,8 +9,8 @@ of the held table, which is what the incremental release avoids.
 
 from __future__ import annotations
 
-from waterline.engine import columns as C
-from waterline.engine.schedule import stored_vis_sql
+from waterline.engine.core import columns as C
+from waterline.engine.spark.schedule import stored_vis_sql
 
 
 def naive_release(spark, spec, tier: str, w: int, seq: int, path: str) -> int:

@@ -41,8 +41,10 @@ def log(msg: str) -> None:
 
 class Bench:
     def __init__(self, cfg: BenchConfig):
+        from waterline import Feed
         from waterline.clock import FixedClock
-        from waterline.engine.session import SessionConfig, get_session
+        from waterline.engine.log.spark_config import SessionConfig
+        from waterline.engine.spark.session import get_session
 
         self.cfg = cfg
         if cfg.workdir.exists():
@@ -53,6 +55,9 @@ class Bench:
         )
         self.spec = FEED.make_spec(cfg.workdir)
         self.clock = FixedClock(0)
+        # Whole ingests and releases go through the public API; the baselines below call
+        # the engine's pieces (read_output, check_duplicates) they are measured against.
+        self.feed = Feed(self.spec, spark=self.spark, clock=self.clock)
         self.mem = DriverMemory(self.spark)
         track_jvm(self.spark)
         self.plain_path = str(cfg.workdir / "plain_append")
@@ -62,24 +67,20 @@ class Bench:
 
     # ---- engine calls -------------------------------------------------------------------------
     def ingest(self, day: str) -> dict:
-        from waterline.engine.ingest import ingest
-
         with spark_jobs(self.spark) as jobs, INGEST_PHASES.active() as phases, timed() as t:
-            res = ingest(self.spark, self.spec, day, clock=self.clock)
+            res = self.feed.ingest(day)
         return {"s": t["s"], "cpu_s": t["cpu_s"], "phases": _round(phases), "spark": jobs, "result": res.to_dict()}
 
     def release(self, w: int, *, memory: bool = False) -> dict:
-        from waterline.engine.release import release
-
         self.clock.set(w)
         mem: dict = {}
         if memory:
             with self.mem.measure() as mem, spark_jobs(self.spark) as jobs, RELEASE_PHASES.active() as phases, \
                     timed() as t:
-                res = release(self.spark, self.spec, as_of_us=w, clock=self.clock)
+                res = self.feed.release(as_of=w)
         else:
             with spark_jobs(self.spark) as jobs, RELEASE_PHASES.active() as phases, timed() as t:
-                res = release(self.spark, self.spec, as_of_us=w, clock=self.clock)
+                res = self.feed.release(as_of=w)
         tier = res.tiers[FEED.TIER].to_dict()
         return {"s": t["s"], "cpu_s": t["cpu_s"], "phases": _round(phases), "spark": jobs, "memory": mem,
                 "tier": tier}
@@ -88,8 +89,8 @@ class Bench:
     def plain_append(self, day: str) -> dict:
         from pyspark.sql import functions as F
 
-        from waterline.engine import columns as C
-        from waterline.engine.source import read_output
+        from waterline.engine.core import columns as C
+        from waterline.engine.spark.source import read_output
 
         with spark_jobs(self.spark) as jobs, timed() as t:
             df = read_output(self.spark, self.spec, day).withColumn(C.PARTITION, F.lit(day))
@@ -100,8 +101,8 @@ class Bench:
         """The engine's exact duplicate-key check alone, on the plain append's DataFrame."""
         from pyspark.sql import functions as F
 
-        from waterline.engine.source import read_output
-        from waterline.engine.validate import check_duplicates
+        from waterline.engine.spark.source import read_output
+        from waterline.engine.spark.validate import check_duplicates
 
         with spark_jobs(self.spark) as jobs, timed() as t:
             df = read_output(self.spark, self.spec, day)
@@ -109,10 +110,10 @@ class Bench:
         return {"s": t["s"], "cpu_s": t["cpu_s"], "spark": jobs}
 
     def naive(self) -> dict:
-        from waterline.engine.tables import held_state, tier_state
+        from waterline.engine.log.table_log import TableLog
 
-        seq = held_state(self.spec)["seq"]
-        w = tier_state(self.spec, FEED.TIER)["w"]
+        seq = TableLog.open(self.spec.held_path).held_state(self.spec.feed).seq
+        w = TableLog.open(self.spec.tier_path(FEED.TIER)).tier_state().w
         with spark_jobs(self.spark) as jobs, timed() as t:
             rows = naive_release(self.spark, self.spec, FEED.TIER, w, seq, self.naive_path)
         expected = self.spark.read.format("delta").load(self.spec.tier_path(FEED.TIER)).count()
@@ -124,7 +125,7 @@ class Bench:
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        from waterline.engine import columns as C
+        from waterline.engine.core import columns as C
         from waterline.semantics import POS_INF
 
         with spark_jobs(self.spark) as jobs, timed() as t:
@@ -147,7 +148,7 @@ class Bench:
         """Held table files, and how many Delta statistics cannot exclude for a tick at W."""
         from deltalake import DeltaTable
 
-        from waterline.engine import columns as C
+        from waterline.engine.core import columns as C
 
         import pyarrow as pa
 
@@ -279,7 +280,7 @@ def main() -> int:
     out["load"]["after_large_ticks"] = loadavg()
 
     # 3: D due versions: release vs bare MERGE of the same rows into a copy of the tier
-    from waterline.engine import columns as C
+    from waterline.engine.core import columns as C
 
     (spark.read.format("delta").load(b.spec.tier_path(FEED.TIER))
      .write.format("delta").partitionBy(C.PARTITION).save(b.bare_path))
@@ -325,7 +326,7 @@ def main() -> int:
         for label, ticks in (("small", ticks_small), ("large", ticks_large))
     }
     out["config"] = cfg.to_dict()
-    out["backlog_built_by"] = "waterline.engine.ingest.ingest of whole partitions (no direct table writes)"
+    out["backlog_built_by"] = "waterline.Feed.ingest of whole partitions (no direct table writes)"
     out["machine"] = {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
                       "spark": spark.version, "master": spark.sparkContext.master}
     out["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")

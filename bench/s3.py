@@ -38,6 +38,7 @@ class Backend:
     """One warehouse (local folder or s3a:// URI) with the bench feed and its baselines."""
 
     def __init__(self, spark, name: str, src_root: Path, warehouse: str):
+        from waterline import Feed
         from waterline.clock import FixedClock
         from waterline.spec import spec_from_dict
 
@@ -46,29 +47,26 @@ class Backend:
         data["warehouse"] = warehouse
         self.spec = spec_from_dict(data, base_dir=src_root)
         self.clock = FixedClock(0)
+        self.feed = Feed(self.spec, spark=spark, clock=self.clock)  # ingest and release: the public API
         self.plain_path = f"{warehouse.rstrip('/')}/plain_append"
         self.bare_path = f"{warehouse.rstrip('/')}/bare_merge_tier"
 
     def ingest(self, day: str) -> tuple[float, object]:
-        from waterline.engine.ingest import ingest
-
         with timed() as t:
-            res = ingest(self.spark, self.spec, day, clock=self.clock)
+            res = self.feed.ingest(day)
         return t["s"], res
 
     def release(self, w: int) -> float:
-        from waterline.engine.release import release
-
         self.clock.set(w)
         with timed() as t:
-            release(self.spark, self.spec, as_of_us=w, clock=self.clock)
+            self.feed.release(as_of=w)
         return t["s"]
 
     def plain_append(self, day: str) -> float:
         from pyspark.sql import functions as F
 
-        from waterline.engine import columns as C
-        from waterline.engine.source import read_output
+        from waterline.engine.core import columns as C
+        from waterline.engine.spark.source import read_output
 
         with timed() as t:
             df = read_output(self.spark, self.spec, day).withColumn(C.PARTITION, F.lit(day))
@@ -77,7 +75,7 @@ class Backend:
 
     def bare_merge(self, day: str, seq: int) -> float:
         """MERGE the rows ingest `seq` wrote for `day`, read from held, into a copy of the tier (SQL)."""
-        from waterline.engine import columns as C
+        from waterline.engine.core import columns as C
         from waterline.semantics import POS_INF
 
         held = self.spark.read.format("delta").load(self.spec.held_path)
@@ -95,7 +93,7 @@ class Backend:
         return t["s"]
 
     def copy_tier(self) -> None:
-        from waterline.engine import columns as C
+        from waterline.engine.core import columns as C
 
         (self.spark.read.format("delta").load(self.spec.tier_path(FEED.TIER)).limit(0)
          .write.format("delta").partitionBy(C.PARTITION).save(self.bare_path))
@@ -142,7 +140,8 @@ def main() -> int:
     saved = set_env(proxy.env)  # before the session starts: its s3a conf comes from these
     started = time.perf_counter()
     try:
-        from waterline.engine.session import SessionConfig, get_session
+        from waterline.engine.log.spark_config import SessionConfig
+        from waterline.engine.spark.session import get_session
 
         spark = get_session(SessionConfig(app_name="waterline-bench-s3"))
         ingest_days = FEED.days("2031-01-01", reps + 1)

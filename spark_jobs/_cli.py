@@ -26,7 +26,7 @@ def run(
     args = parser.parse_args(argv)
     partition = args.partition or _partition_from_path(args.source_path)
 
-    from waterline.engine.session import get_session
+    from waterline.engine.spark.session import get_session
 
     spark = get_session()
     result = process(spark, read(spark, args.source_path), partition)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from waterline import Feed
 from waterline.cli import demo
 from waterline.demo_data import indicator_rows, ticks_rows
 
@@ -111,7 +112,7 @@ def test_demo_story(demo_run):
     latest = {}
     for r in indicator_rows(demo.TUE, 1):
         latest[(r["indicator"], r["period"])] = float(r["value"])
-    public = demo.read_tier(demo.demo_specs(root, REPO)["indicators"], "public", demo.TUE)
+    public = demo.read_tier(Feed(demo.demo_specs(root, REPO)["indicators"]), "public", demo.TUE)
     assert {(r["indicator"], r["period"]): r["value"] for r in public} == latest
 
     # The end: the status tables of both feeds.
@@ -128,13 +129,11 @@ def test_demo_rows_match_tier_tables(demo_run):
         for feed, tiers in record["rows"].items():
             final.update({(feed, tier): n for tier, n in tiers.items()})
     for (feed, tier), n in final.items():
-        assert len(demo.read_tier(specs[feed], tier)) == n
+        assert len(demo.read_tier(Feed(specs[feed]), tier)) == n
 
 
 @pytest.mark.spark
 def test_demo_counts_add_up_and_status_has_the_last_w(demo_run):
-    from waterline.engine.state import read_feed_state
-
     root, _, report, _ = demo_run
     before: dict = {}
     last_w: dict = {}
@@ -146,5 +145,5 @@ def test_demo_counts_add_up_and_status_has_the_last_w(demo_run):
                 before[(feed, tier)] = rows
                 last_w[(feed, tier)] = t.w_us
     for feed, spec in demo.demo_specs(root, REPO).items():
-        for tier, status in read_feed_state(spec).tiers.items():
+        for tier, status in Feed(spec).status().tiers.items():  # read from the Delta logs, no Spark
             assert status.w_us == last_w[(feed, tier)], (feed, tier)

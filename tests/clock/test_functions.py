@@ -22,7 +22,7 @@ CASES = [
 
 @pytest.mark.spark
 def test_wl_functions_match_python(spark):
-    from waterline.engine.functions import FUNCTIONS, register_functions
+    from waterline.engine.spark.functions import FUNCTIONS, register_functions
 
     assert register_functions(spark, calendars=("US", "XLON")) == FUNCTIONS
     register_functions(spark, "SELECT 'XLON'")  # idempotent
@@ -85,7 +85,7 @@ def test_wl_next_business_time_matches_python_over_many_instants_and_zones(spark
     from hypothesis import strategies as st
 
     from waterline.clock.durations import from_us
-    from waterline.engine.functions import register_functions
+    from waterline.engine.spark.functions import register_functions
 
     register_functions(spark, calendars=CALENDARS)
     case = st.tuples(_instants(), st.sampled_from(TIMES), st.sampled_from(ZONES), st.sampled_from(CALENDARS))
@@ -117,7 +117,7 @@ def test_wl_next_business_time_matches_python_over_many_instants_and_zones(spark
 def test_wl_functions_outside_the_generated_years_are_null_and_unknown_inputs_fail(spark):
     """NULL beyond the generated business days (nothing is released early); an unregistered
     calendar or a malformed time of day fails the query with a message naming it."""
-    from waterline.engine.functions import FIRST_DAY, LAST_DAY, register_functions
+    from waterline.engine.spark.functions import FIRST_DAY, LAST_DAY, register_functions
 
     register_functions(spark)
     row = spark.sql(

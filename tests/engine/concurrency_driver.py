@@ -39,23 +39,22 @@ def random_output(rng: random.Random, partition: str) -> list[dict]:
 
 
 def main(root: Path, warehouse: str, partition: str, seed: int, ops: int) -> None:
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.session import SessionConfig, get_session
+    from waterline import Feed
+    from waterline.engine.log.spark_config import SessionConfig
+    from waterline.engine.spark.session import get_session
 
     spark = get_session(SessionConfig(master="local[1]", conf={"spark.driver.memory": "640m"}))
-    spec = spec_for(root, warehouse)
-    clock = far_future_clock()
+    feed = Feed(spec_for(root, warehouse), spark=spark, clock=far_future_clock())
     rng = random.Random(seed)
     for _ in range(ops):
         if rng.random() < 0.5:
             rows = random_output(rng, partition)
             write_partition(root, partition, rows)
-            result = ingest(spark, spec, partition, clock=clock)
+            result = feed.ingest(partition)
             print(json.dumps({"op": "ingest", "rows": rows, "seq": result.seq}), flush=True)
         else:
             as_of = BASE_US + rng.randrange(0, 150) * MINUTE
-            result = release(spark, spec, as_of_us=as_of, clock=clock)
+            result = feed.release(as_of=as_of)
             print(json.dumps({"op": "release", "as_of": as_of, "w": result.w_us}), flush=True)
     spark.stop()
 

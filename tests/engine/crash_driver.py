@@ -2,7 +2,7 @@
 
 ``python -m tests.engine.crash_driver ROOT CRASH_STEP CRASH_POINT`` runs step CRASH_STEP
 on a warehouse that already went through the earlier steps, with the crash point
-(see `waterline.engine.faults`) armed; the test prepares and recovers in-process.
+(see `waterline.engine.core.faults`) armed; the test prepares and recovers in-process.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 from tests.engine.feedkit import far_future_clock, make_spec, write_partition
+from waterline import Feed
 from waterline.clock import parse_instant
-from waterline.engine import faults
+from waterline.engine.core import faults
 
 TIERS = {
     "rt": "TRUE",
@@ -37,11 +38,7 @@ def run_steps(
     spark, root: Path, start: int = 0, crash_step: int | None = None, point: str | None = None,
     stop: int | None = None,
 ) -> None:
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-
-    spec = make_spec(root, TIERS)
-    clock = far_future_clock()
+    feed = Feed(make_spec(root, TIERS), spark=spark, clock=far_future_clock())
     for i in range(start, len(STEPS) if stop is None else stop):
         print(f"step {i}", flush=True)
         if i == crash_step and point:
@@ -50,15 +47,15 @@ def run_steps(
             kind, arg = STEPS[i]
             if kind == "ingest":
                 write_partition(root, "a", arg)
-                ingest(spark, spec, "a", clock=clock)
+                feed.ingest("a")
             else:
-                release(spark, spec, as_of_us=parse_instant(arg), clock=clock)
+                feed.release(as_of=parse_instant(arg))
         finally:
             os.environ.pop(faults.ENV, None)
 
 
 if __name__ == "__main__":
-    from waterline.engine.session import get_session
+    from waterline.engine.spark.session import get_session
 
     root, crash_step, point = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     run_steps(get_session(), root, crash_step, crash_step, point, stop=crash_step + 1)

@@ -37,10 +37,10 @@ def _model_row(row: dict) -> dict:
 
 
 def test_concurrent_drivers_on_s3_lose_and_double_nothing(s3_spark, s3proxy, tmp_path):
+    from waterline import Feed
     from waterline.clock import FixedClock
-    from waterline.engine.commits import parse_state
-    from waterline.engine.release import release
-    from waterline.engine.storage import delta_table
+    from waterline.engine.log.storage import delta_table
+    from waterline.engine.log.table_log import parse_state
 
     warehouse = s3proxy.uri(f"concurrency/{tmp_path.name}")
     env = dict(os.environ, PYTHONPATH=str(REPO), WATERLINE_LEASE_TTL_S="30")
@@ -87,7 +87,7 @@ def test_concurrent_drivers_on_s3_lose_and_double_nothing(s3_spark, s3proxy, tmp
         assert ws == sorted(ws), f"tier {tier}: W_T went back in its history: {ws}"
 
     last = max([op["as_of"] for ops in logs.values() for op in ops if op["op"] == "release"] + [BASE_US])
-    out = release(s3_spark, spec, as_of_us=last, clock=FixedClock(4_000_000_000_000_000))
+    out = Feed(spec, spark=s3_spark, clock=FixedClock(4_000_000_000_000_000)).release(as_of=last)
     model = FeedModel(TIERS)
     model.versions, model.seq = versions, max(v.seq for v in versions)
     for tier in TIERS:

@@ -14,7 +14,8 @@ import pytest
 
 from tests.engine.crash_driver import STEPS, TIERS, run_steps
 from tests.engine.feedkit import make_spec
-from waterline.engine import faults
+from waterline.engine.core import faults
+from waterline.engine.log.table_log import TableLog
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -30,9 +31,7 @@ def _tables(spark, root: Path) -> dict:
         out[tier] = rows
     held = spark.read.format("delta").load(spec.held_path)
     out["held"] = sorted(tuple(r) for r in held.select("id", "_wl_seq", "_wl_removed", "_wl_hash").collect())
-    from waterline.engine.commits import latest_state
-
-    out["w"] = {t: latest_state(spec.tier_path(t))["w"] for t in TIERS}
+    out["w"] = {t: TableLog.open(spec.tier_path(t)).tier_state().w for t in TIERS}
     return out
 
 

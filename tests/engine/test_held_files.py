@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waterline.engine.held_files import HeldFile, candidate_partitions, outlook
+from waterline.engine.core.held_stats import HeldFile, candidate_partitions, outlook
 from waterline.semantics import NEG_INF, POS_INF, takeover
 
 T = "t"
@@ -102,6 +102,6 @@ def test_single_ingest_partitions_need_every_file_from_one_seq():
                         tau_min={}, tau_max={}, last_max={})
 
     files = [f("a", 3, 3), f("a", 3, 3), f("b", 1, 1), f("b", 2, 2), f("c", 1, 2), f("d", None, None), f("e", 4, 4)]
-    from waterline.engine.held_files import single_ingest_partitions
+    from waterline.engine.core.held_stats import single_ingest_partitions
 
     assert single_ingest_partitions(files) == {"a", "e"}

@@ -13,19 +13,25 @@ pytestmark = pytest.mark.spark
 TIERS = {t: POLICIES[t] for t in ("d10", "win")}
 
 
-def _stale_once(monkeypatch, module, name: str, stale: dict):
-    """Make ``module.name`` return ``stale`` on its first call only (a writer that read
-    the state just before another writer's commit)."""
-    real = getattr(module, name)
+def _stale_once(monkeypatch, module, name: str, stale):
+    """Make the state reader ``name`` of the `TableLog` that ``module`` opens return
+    ``stale`` on its first call only (a writer that read the state just before another
+    writer's commit). Only ``module``'s reads are affected."""
     calls = []
 
-    def reader(spec, *args):
+    class StaleLog(module.TableLog):
+        pass
+
+    real = getattr(StaleLog, name)
+
+    def reader(self, *args):
         calls.append(args)
         if len(calls) == 1:
-            return dict(stale)
-        return real(spec, *args)
+            return stale
+        return real(self, *args)
 
-    monkeypatch.setattr(module, name, reader)
+    setattr(StaleLog, name, reader)
+    monkeypatch.setattr(module, "TableLog", StaleLog)
     return calls
 
 
@@ -33,12 +39,14 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     from deltalake import DeltaTable
     from pyspark.sql import functions as F
 
-    from waterline.engine import ingest as ingest_module
-    from waterline.engine import release as release_module
-    from waterline.engine.commits import APP_SEQ, SkippedCommit, check_committed, commit_state, new_token
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.tables import held_state, tier_state
+    from waterline.engine.core.races import SkippedCommit, new_token
+    from waterline.engine.core.state import HeldState
+    from waterline.engine.log.table_log import APP_SEQ, TableLog
+    from waterline.engine.spark import ingest as ingest_module
+    from waterline.engine.spark import release as release_module
+    from waterline.engine.spark.commits import commit_state
+    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.spark.release import release
 
     spec = make_spec(tmp_path, TIERS)
     clock = far_future_clock()
@@ -54,15 +62,15 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     before, rows = DeltaTable(held).version(), DeltaTable(held).to_pyarrow_table().num_rows
     replay = spark.read.format("delta").load(held).limit(1).withColumn("v", F.lit("replayed"))
     token = new_token()
-    with commit_state(spark, dict(held_state(spec), token=token), app=APP_SEQ, version=1):
+    with commit_state(spark, TableLog.open(held).held_state(spec.feed).evolve(token=token), app=APP_SEQ, version=1):
         replay.write.format("delta").mode("append").save(held)
     assert (DeltaTable(held).version(), DeltaTable(held).to_pyarrow_table().num_rows) == (before, rows)
     with pytest.raises(SkippedCommit):
-        check_committed(held, token, after=before)
+        TableLog.open(held).committed_version(token, after=before)
 
     # 2. An ingest that read the state before the last ingest committed: its append reuses
     # seq 1, Delta skips it, the engine notices and recomputes seq 2; nothing doubled.
-    calls = _stale_once(monkeypatch, ingest_module, "held_state", {"seq": 0, "sources": {}, "event_w": None, "n": 0})
+    calls = _stale_once(monkeypatch, ingest_module, "held_state", HeldState(seq=0, sources={}, event_w=None, n=0))
     second = [dict(r, v="b") if r["id"] % 2 else r for r in first]
     write_partition(tmp_path, "a", second)
     assert ingest(spark, spec, "a", clock=clock).seq == 2
@@ -73,14 +81,14 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     # 3. A release that read tier d10's state before the last release (lower W_T, same
     # commit number) asks to go back: its MERGE is skipped, it replans from the new
     # state, and W_T stays where it was.
-    old = dict(tier_state(spec, "d10"))
-    old.update(w=BASE_US, n=old["n"] - 1)
+    old = TableLog.open(spec.tier_path("d10")).tier_state()
+    old = old.evolve(w=BASE_US, n=old.n - 1)
     calls = _stale_once(monkeypatch, release_module, "tier_state", old)
     out = release(spark, spec, as_of_us=BASE_US + 10 * MINUTE, clock=clock)
     assert len(calls) > len(TIERS), "the skipped MERGE must make the release replan"
     w = BASE_US + 20 * MINUTE
     for tier in TIERS:
         assert out.tiers[tier].w_us == w
-        assert tier_state(spec, tier)["w"] == w
+        assert TableLog.open(spec.tier_path(tier)).tier_state().w == w
         got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(spark, spec, tier).items()}
         assert got == expected_tier(model, tier, w), f"tier {tier} at W={w}"

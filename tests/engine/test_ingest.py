@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.feedkit import far_future_clock, make_spec, read_tier, write_partition
+from waterline import Feed
+from waterline.engine.log.table_log import TableLog
 from waterline.errors import WaterlineError
 
 pytestmark = pytest.mark.spark
@@ -16,129 +18,116 @@ def _row(i, minute=0, v="x", **extra):
     return {"id": i, "event_time": f"2026-01-01 10:{minute:02d}:00", "status": "final", "v": v, **extra}
 
 
+def _feed(spark, spec) -> Feed:
+    """The feed of ``spec`` on the test session, with a trusted clock past every test instant."""
+    return Feed(spec, spark=spark, clock=far_future_clock())
+
+
 def _held(spark, spec):
     return spark.read.format("delta").load(spec.held_path)
 
 
 def test_versions_only_for_what_changed(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, TIERS)
-    clock = far_future_clock()
+    feed = _feed(spark, spec)
     write_partition(tmp_path, "a", [_row(1), _row(2), _row(3)])
-    first = ingest(spark, spec, "a", clock=clock)
+    first = feed.ingest("a")
     assert (first.seq, first.inserted, first.versions_written) == (1, 3, 3)
 
-    again = ingest(spark, spec, "a", clock=clock)
+    again = feed.ingest("a")
     assert (again.seq, again.versions_written, again.unchanged) == (None, 0, 3)
     assert _held(spark, spec).count() == 3
 
     write_partition(tmp_path, "a", [_row(1), _row(2, v="y"), _row(4)])
-    third = ingest(spark, spec, "a", clock=clock)
+    third = feed.ingest("a")
     assert (third.seq, third.inserted, third.updated, third.removed, third.unchanged) == (2, 1, 1, 1, 1)
     kinds = {(r["id"], r["_wl_removed"]) for r in _held(spark, spec).filter("_wl_seq = 2").collect()}
     assert kinds == {(2, False), (3, True), (4, False)}
 
 
 def test_invalid_rows_quarantined_with_reason_rest_ingested(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [
         _row(1), {"id": None, "event_time": "2026-01-01 10:00:00", "v": "k"},
         {"id": 3, "event_time": None, "v": "n"}, {"id": 4, "event_time": "not a time", "v": "u"},
     ])
-    result = ingest(spark, spec, "a", clock=far_future_clock())
+    result = _feed(spark, spec).ingest("a")
     assert (result.inserted, result.quarantined) == (1, 3)
     reasons = {r["_wl_reason"] for r in spark.read.format("delta").load(spec.quarantine_path).collect()}
     assert reasons == {"null key column id", "null event_time", "unparseable event_time: not a time"}
     # Re-running replaces the partition's quarantine rows instead of piling them up.
-    ingest(spark, spec, "a", clock=far_future_clock())
+    _feed(spark, spec).ingest("a")
     assert spark.read.format("delta").load(spec.quarantine_path).count() == 3
 
 
 def test_duplicate_keys_fail_naming_them_and_write_nothing(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1), _row(1, v="again"), _row(2)])
     with pytest.raises(WaterlineError, match=r"duplicate keys \['id'\].*\(id=1\) x2.*nothing was written"):
-        ingest(spark, spec, "a", clock=far_future_clock())
-    from waterline.engine.commits import table_exists
-
-    assert not table_exists(spec.held_path)
+        _feed(spark, spec).ingest("a")
+    assert not TableLog.open(spec.held_path).exists
 
 
 def test_schema_drift_is_a_clear_error_and_changes_nothing(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    _feed(spark, spec).ingest("a")
     drifted = make_spec(tmp_path, TIERS, transform="SELECT id, event_time, status, v, 1 AS extra FROM source")
     with pytest.raises(WaterlineError, match=r"added \['extra'\].*removed \['embargo_until'\]"):
-        ingest(spark, drifted, "a", clock=far_future_clock())
+        _feed(spark, drifted).ingest("a")
     assert _held(spark, spec).count() == 1
 
 
 def test_bad_policy_names_the_tier(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, {"bad": "no_such_column <= WATERLINE()"})
     write_partition(tmp_path, "a", [_row(1)])
     with pytest.raises(WaterlineError, match="bad"):
-        ingest(spark, spec, "a", clock=far_future_clock())
+        _feed(spark, spec).ingest("a")
 
 
 def test_late_data_is_published_at_next_release(spark, tmp_path):
     """A version whose takeover is already below W_T when ingested is simply due."""
     from waterline.clock import parse_instant
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
 
     spec = make_spec(tmp_path, TIERS)
-    clock = far_future_clock()
+    feed = _feed(spark, spec)
     write_partition(tmp_path, "a", [_row(1)])
-    ingest(spark, spec, "a", clock=clock)
-    release(spark, spec, as_of_us=parse_instant("2026-01-01T12:00:00Z"), clock=clock)
+    feed.ingest("a")
+    feed.release(as_of=parse_instant("2026-01-01T12:00:00Z"))
     write_partition(tmp_path, "a", [_row(1), _row(2, minute=5)])  # arrives late: due since 10:20
-    ingest(spark, spec, "a", clock=clock)
+    feed.ingest("a")
     # Asking for an earlier W releases at W_T, and still publishes what was ingested since.
-    result = release(spark, spec, as_of_us=parse_instant("2026-01-01T11:00:00Z"), clock=clock)
+    result = feed.release(as_of=parse_instant("2026-01-01T11:00:00Z"))
     assert result.tiers["d15"].w_us == parse_instant("2026-01-01T12:00:00Z")
     assert set(read_tier(spark, spec, "d15")) == {("a", 1), ("a", 2)}
-    repeat = release(spark, spec, as_of_us=parse_instant("2026-01-01T11:00:00Z"), clock=clock)
+    repeat = feed.release(as_of=parse_instant("2026-01-01T11:00:00Z"))
     assert not any(t.changed for t in repeat.tiers.values())
 
 
 def test_changed_nulls_are_changes_identical_output_writes_nothing(spark, tmp_path):
     """Row hashes tell (NULL, 'x') from ('x', NULL); the fingerprint tells any change apart."""
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, TIERS)
-    clock = far_future_clock()
+    feed = _feed(spark, spec)
     write_partition(tmp_path, "a", [_row(1, status=None, v="final"), _row(2)])
-    assert ingest(spark, spec, "a", clock=clock).versions_written == 2
+    assert feed.ingest("a").versions_written == 2
     write_partition(tmp_path, "a", [_row(1, status="final", v=None), _row(2)])
-    swapped = ingest(spark, spec, "a", clock=clock)
+    swapped = feed.ingest("a")
     assert (swapped.updated, swapped.unchanged) == (1, 1)
     write_partition(tmp_path, "a", [_row(2), _row(1, status="final", v=None)])  # same rows, new order
-    assert ingest(spark, spec, "a", clock=clock).versions_written == 0
+    assert feed.ingest("a").versions_written == 0
 
 
 def test_foreign_commit_forces_a_full_diff(spark, tmp_path):
     """A row deleted from held by hand is restored by the next ingest: the fingerprint of the
     partition's last ingest is only trusted when no foreign commit touched rows since."""
-    from waterline.engine.storage import delta_table, is_delta_table
-
-    from waterline.engine.ingest import ingest
+    from waterline.engine.log.storage import delta_table
 
     spec = make_spec(tmp_path, TIERS)
-    clock = far_future_clock()
+    feed = _feed(spark, spec)
     write_partition(tmp_path, "a", [_row(1), _row(2)])
-    ingest(spark, spec, "a", clock=clock)
+    feed.ingest("a")
     spark.sql(f"DELETE FROM delta.`{spec.held_path}` WHERE id = 1")
-    again = ingest(spark, spec, "a", clock=clock)
+    again = feed.ingest("a")
     assert (again.inserted, again.unchanged) == (1, 1)
     assert delta_table(spec.held_path).to_pyarrow_table().num_rows == 2
 
@@ -149,15 +138,13 @@ def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_pa
     (the row hash, and one in the payload) also gets one leaf, without which `deltalake`
     would read no statistics at all."""
     import pyarrow as pa
-    from waterline.engine.storage import delta_table, is_delta_table
-
-    from waterline.engine.ingest import ingest
+    from waterline.engine.log.storage import delta_table
 
     wide = ", ".join(f"'w' AS c{i}" for i in range(40))
     nested = "named_struct('inner', named_struct('x', id), 'flag', id > 1, 'y', v) AS `s-t`"
     spec = make_spec(tmp_path, TIERS, transform=f"SELECT id, event_time, v, {nested}, {wide} FROM source")
     write_partition(tmp_path, "a", [_row(1), _row(2)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    _feed(spark, spec).ingest("a")
     table = delta_table(spec.held_path)
     stats_columns = table.metadata().configuration["delta.dataSkippingStatsColumns"].split(",")
     assert sorted(stats_columns) == sorted(
@@ -171,10 +158,10 @@ def test_profile_observed_during_the_duplicate_check_equals_the_standalone_profi
     """A partition with no earlier fingerprint is profiled inside the duplicate-key check's
     job (Spark observed metrics); it must give the very profile the standalone pass gives,
     also for an output with quarantined rows and for an empty one (no metrics: fallback)."""
-    from waterline.engine.profile import profile, profile_checking_duplicates
-    from waterline.engine.schedule import compile_tiers
-    from waterline.engine.source import read_output
-    from waterline.engine.validate import REASON, parse_event_time, reason_column
+    from waterline.engine.spark.profile import profile, profile_checking_duplicates
+    from waterline.engine.spark.schedule import compile_tiers
+    from waterline.engine.spark.source import read_output
+    from waterline.engine.spark.validate import REASON, parse_event_time, reason_column
 
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1), _row(2, minute=7, v=None), {"id": None, "event_time": "x", "v": "k"}])
@@ -199,7 +186,7 @@ def test_profile_observed_during_the_duplicate_check_equals_the_standalone_profi
 def test_statistics_leaf_of_a_struct_skips_types_without_statistics():
     from pyspark.sql.types import BinaryType, LongType, MapType, StringType, StructField, StructType
 
-    from waterline.engine.tables import _first_leaf
+    from waterline.engine.spark.tables import _first_leaf
 
     inner = StructType([StructField("bin", BinaryType()), StructField("x", LongType())])
     column = StructField("s-t", StructType([StructField("m", MapType(StringType(), StringType())),
@@ -213,15 +200,12 @@ def test_a_tier_added_after_ingest_is_refused_with_what_to_do(spark, tmp_path):
     """Held versions are scheduled once, at ingest: a tier added later has no schedule, and
     re-ingesting would not give it one, so ingest and release say so instead of publishing a
     tier that silently misses rows; held and the other tiers stay as they were."""
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-
     spec = make_spec(tmp_path, {"rt": "TRUE"})
     write_partition(tmp_path, "a", [_row(1), _row(2)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    _feed(spark, spec).ingest("a")
     grown = make_spec(tmp_path, {"rt": "TRUE", "d15": TIERS["d15"]})
-    for step in (lambda: ingest(spark, grown, "a", clock=far_future_clock()),
-                 lambda: release(spark, grown, clock=far_future_clock())):
+    for step in (lambda: _feed(spark, grown).ingest("a"),
+                 lambda: _feed(spark, grown).release()):
         with pytest.raises(WaterlineError, match=r"tier\(s\) d15 added after data was ingested.*new warehouse"):
             step()
     assert _held(spark, spec).count() == 2
@@ -233,11 +217,9 @@ def test_a_held_table_with_the_older_text_row_hash_keeps_it_and_still_diffs(spar
     writing that form there, and the diff still tells unchanged rows from changed ones."""
     from pyspark.sql import functions as F
 
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1), _row(2)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    _feed(spark, spec).ingest("a")
     old_stats = "_wl_seq,_wl_tau__rt,_wl_last__rt,_wl_tau__d15,_wl_last__d15"  # what such tables list
     spark.sql(f"ALTER TABLE delta.`{spec.held_path}` SET TBLPROPERTIES ('delta.dataSkippingStatsColumns' = '{old_stats}')")
     held = _held(spark, spec)
@@ -246,6 +228,6 @@ def test_a_held_table_with_the_older_text_row_hash_keeps_it_and_still_diffs(spar
      .option("overwriteSchema", "true").partitionBy("_wl_partition").save(spec.held_path))
 
     write_partition(tmp_path, "a", [_row(1), _row(2, v="y"), _row(3)])
-    result = ingest(spark, spec, "a", clock=far_future_clock())
+    result = _feed(spark, spec).ingest("a")
     assert (result.inserted, result.updated, result.unchanged) == (1, 1, 1)
     assert _held(spark, spec).schema["_wl_hash"].dataType.simpleString() == "string"

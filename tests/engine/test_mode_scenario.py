@@ -54,14 +54,12 @@ def _source(row):
 
 
 def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
-    from waterline.engine.gc import gc
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.tables import tier_state
+    from waterline import Feed
+    from waterline.engine.log.table_log import TableLog
 
     monkeypatch.setattr(model, "python_vis", _vis)
     spec = make_spec(tmp_path, TIERS)
-    clock = far_future_clock()
+    feed = Feed(spec, spark=spark, clock=far_future_clock())
     oracle = FeedModel(TIERS)
     rows = {
         i: {"id": i, "event_time": BASE_US + i * 7 * MINUTE, "status": ["final", "prelim", None][i % 3],
@@ -72,17 +70,18 @@ def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
 
     def ingest_and_check(partition, output):
         write_partition(tmp_path, partition, [_source(r) for r in output.values()])
-        result = ingest(spark, spec, partition, clock=clock)
+        result = feed.ingest(partition)
         assert result.versions_written == oracle.ingest(partition, list(output.values()))
 
     def release_and_check(minutes):
         nonlocal w_t
         as_of = BASE_US + minutes * MINUTE
-        result = release(spark, spec, as_of_us=as_of, clock=clock)
+        result = feed.release(as_of=as_of)
         w_t = as_of if w_t is None else max(w_t, as_of)
         for tier in TIERS:
             assert result.tiers[tier].w_us == w_t
-            assert tier_state(spec, tier)["w"] == w_t  # the state rode in the commit's userMetadata
+            # the state rode in the commit's userMetadata
+            assert TableLog.open(spec.tier_path(tier)).tier_state().w == w_t
             got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(spark, spec, tier).items()}
             assert got == expected_tier(oracle, tier, w_t), f"tier {tier} at W={w_t}"
 
@@ -96,7 +95,7 @@ def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
     ingest_and_check("b", {k: dict(r, id=k) for k, r in rows.items() if k < 4})
     release_and_check(90)
     release_and_check(60)  # asked below W_T: stays at W_T
-    gc(spark, spec)
+    feed.gc()
     release_and_check(3 * 24 * 60)  # past the next XLON 08:30 after New Year
 
 
@@ -131,11 +130,11 @@ def test_dagster_definitions_ingest_and_release_here(tmp_path):
     for partition in "ab":
         write(tmp_path, partition, rows(partition))
     defs = definitions_from_specs([feed])
-    assert ("spark.remote" in defs.resources["pyspark"].spark_config) == bool(REMOTE)
+    assert (defs.resources["waterline"].spark_remote is not None) == bool(REMOTE)
     (tmp_path / "dagster_home").mkdir()
     instance = DagsterInstance.local_temp(tempdir=str(tmp_path / "dagster_home"))
     held = defs.get_assets_def(AssetKey(["f", "held"]))
-    ingested = materialize([held], instance=instance, resources={"pyspark": defs.resources["pyspark"]},
+    ingested = materialize([held], instance=instance, resources={"waterline": defs.resources["waterline"]},
                            tags={"dagster/asset_partition_range_start": "a", "dagster/asset_partition_range_end": "b"})
     assert ingested.success
     released = defs.get_job_def("f_release").execute_in_process(instance=instance)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import FixedClock, SystemClock, format_instant
-from waterline.engine.ingest import ingest
-from waterline.engine.prearmed import arming_line, release_following, release_run, release_when_due
-from waterline.engine.release import release
-from waterline.engine.timeliness import appearances
+from waterline.engine.core.due import arming_line
+from waterline.engine.log.table_log import TableLog
+from waterline.engine.log.timeliness import appearances
+from waterline.engine.spark.ingest import ingest
+from waterline.engine.spark.prearmed import release_following, release_run, release_when_due
+from waterline.engine.spark.release import rehearse, release
 
 DUE = 1_800_000_000_000_000  # 2027-01-15T08:00:00Z
 SECOND = 1_000_000
@@ -129,15 +131,12 @@ def test_an_orchestrated_run_follows_the_next_moments_only_when_pre_armed(spark,
 
 
 def test_a_rehearsal_at_the_due_moment_commits_nothing(spark, tmp_path):
-    from waterline.engine.commits import table_version
-    from waterline.engine.release import rehearse
-
     spec = _feed(spark, tmp_path, {1: DUE, 2: DUE + 60 * SECOND}, FixedClock(DUE - 120 * SECOND))
     release(spark, spec, clock=FixedClock(DUE - 60 * SECOND))
     paths = [spec.held_path, *(spec.tier_path(t) for t in spec.tiers)]
-    before = [table_version(p) for p in paths]
+    before = [TableLog.open(p).version for p in paths]
     rehearse(spark, spec, w_us=DUE)
-    assert [table_version(p) for p in paths] == before
+    assert [TableLog.open(p).version for p in paths] == before
     assert appearances(spec, "emb", _due_of) == []
     # ...and the release at the moment publishes exactly what is due then.
     assert release(spark, spec, as_of_us=DUE, clock=FixedClock(DUE)).tiers["emb"].released == 1

@@ -29,7 +29,7 @@ HISTORIES_PER_EXAMPLE = int(os.environ.get("WATERLINE_ENGINE_HISTORIES", "50"))
 KEYS_PER_HISTORY = 4
 EXAMPLES = int(os.environ.get("WATERLINE_ENGINE_EXAMPLES", "4"))
 PLAN_LENGTH = int(os.environ.get("WATERLINE_ENGINE_PLAN_LENGTH", "6"))  # operations after the first ingest
-STATS = {"examples": 0, "histories": 0, "releases": 0, "ingests": 0, "tier_checks": 0}
+STATS = {"examples": 0, "histories": 0, "releases": 0, "checked_releases": 0, "ingests": 0, "tier_checks": 0}
 
 
 def _iso(us: int) -> str:
@@ -97,22 +97,24 @@ def test_engine_matches_semantics(spark, seed):
 
 def run_histories(
     spark, seed: int, *, histories: int = HISTORIES_PER_EXAMPLE, warehouse: str | None = None, steps: int = PLAN_LENGTH
-) -> None:
+) -> dict[str, int]:
     """One example: ``histories`` random histories of one feed, tiers checked after every release.
 
     ``warehouse`` (e.g. an ``s3a://`` URI) replaces the temp folder's; sources stay local.
     ``steps`` ingests or releases follow the first ingest (then a final release).
+    Returns what it did: ``ingests``, ``releases``, ``checked_releases`` (releases after
+    a non-empty ingest, whose tiers were compared with the oracle) and ``tier_checks``.
     """
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.tables import tier_state
+    from waterline import Feed
+    from waterline.engine.log.table_log import TableLog
 
     rng = random.Random(seed)
     plan = _plan(rng, steps)
     root = Path(tempfile.mkdtemp(prefix="wl-diff-"))
     spec = make_spec(root, POLICIES, **({"warehouse": warehouse} if warehouse else {}))
-    clock = far_future_clock()
+    feed = Feed(spec, spark=spark, clock=far_future_clock())
     model = FeedModel(POLICIES)
+    counts = {"ingests": 0, "releases": 0, "checked_releases": 0, "tier_checks": 0}
     outputs = {p: {h: {} for h in range(histories)} for p in ("a", "b")}
     w_t = None
     for op, arg in plan + [("release", 200)]:
@@ -122,25 +124,29 @@ def run_histories(
                 outputs[arg][h] = _next_output(rng, outputs[arg][h], keys)
             rows = [r for h in outputs[arg].values() for r in h.values()]
             write_partition(root, arg, [_to_source(r) for r in rows])
-            result = ingest(spark, spec, arg, clock=clock)
+            result = feed.ingest(arg)
             assert result.versions_written == model.ingest(arg, rows)
-            STATS["ingests"] += 1
+            counts["ingests"] += 1
         else:
             as_of = BASE_US + arg * MINUTE
-            result = release(spark, spec, as_of_us=as_of, clock=clock)
-            STATS["releases"] += 1
+            result = feed.release(as_of=as_of)
+            counts["releases"] += 1
             if not model.versions:  # only empty outputs so far: no held table, no tier to move
                 assert result.tiers == {}, f"seed {seed}"
                 continue
+            counts["checked_releases"] += 1
             w_t = as_of if w_t is None else max(w_t, as_of)
             for tier in POLICIES:
                 assert result.tiers[tier].w_us == w_t
                 got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(spark, spec, tier).items()}
                 assert got == expected_tier(model, tier, w_t), f"tier {tier} at W={w_t}, seed {seed}"
                 # next due / pending feed `status` and the sensor: checked against the model too
-                outlook = (result.tiers[tier].next_due_us, tier_state(spec, tier)["pending"])
+                outlook = (result.tiers[tier].next_due_us, TableLog.open(spec.tier_path(tier)).tier_state().pending)
                 assert outlook == expected_outlook(model, tier, w_t), f"outlook {tier} at W={w_t}, seed {seed}"
-                STATS["tier_checks"] += 1
+                counts["tier_checks"] += 1
+    for name, value in counts.items():
+        STATS[name] += value
+    return counts
 
 
 def _to_source(row: dict) -> dict:
@@ -148,6 +154,18 @@ def _to_source(row: dict) -> dict:
             "embargo_until": None if row["embargo_until"] is None else _iso(row["embargo_until"]), "v": row["v"]}
 
 
-def test_report_counts():
-    """Prints how many cases the differential test ran (visible with -s or in -rA)."""
+def test_report_counts(spark):
+    """A history's counts are what its plan asks for, and it really compares tiers with the
+    oracle: every planned ingest and release ran (plus the final release), and every tier
+    was checked after each release that followed a non-empty ingest. Self-contained (one
+    small example of its own), so it holds in any test order and on any xdist worker;
+    ``STATS`` (printed with -s or in -rA) sums what this process ran."""
+    seed, histories, steps = 3, 3, 4
+    plan = _plan(random.Random(seed), steps)  # run_histories draws the same plan first
+    counts = run_histories(spark, seed, histories=histories, steps=steps)
+    assert counts["ingests"] == sum(op == "ingest" for op, _ in plan)
+    assert counts["releases"] == sum(op == "release" for op, _ in plan) + 1
+    assert 1 <= counts["checked_releases"] <= counts["releases"]
+    assert counts["tier_checks"] == counts["checked_releases"] * len(POLICIES)
+    assert STATS["tier_checks"] >= counts["tier_checks"]  # added to the process total
     print(f"differential engine test: {STATS}")

@@ -1,6 +1,6 @@
 """The one-line summary of a tier's release, as the Dagster and Airflow logs print it."""
 
-from waterline.engine.results import IngestResult, TierRelease
+from waterline.engine.core.results import IngestResult, TierRelease
 
 
 def test_a_tier_release_summary_names_feed_tier_waterlines_and_counts():

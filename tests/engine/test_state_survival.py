@@ -73,19 +73,18 @@ def _clean_log(path: str) -> list[str]:
 
 
 def test_state_survives_foreign_commits_and_log_cleanup(spark, tmp_path):
-    from waterline.engine.ingest import ingest
     from deltalake import DeltaTable
 
-    from waterline.engine.release import release
+    from waterline import Feed
 
     spec = make_spec(tmp_path, TIERS)
-    clock = far_future_clock()
+    feed = Feed(spec, spark=spark, clock=far_future_clock())
     model = FeedModel(TIERS)
     first = [_row(i, 5 * i, "a") for i in range(6)]
     write_partition(tmp_path, "a", first)
-    assert ingest(spark, spec, "a", clock=clock).seq == 1
+    assert feed.ingest("a").seq == 1
     model.ingest("a", [_model_row(r) for r in first])
-    release(spark, spec, as_of_us=BASE_US + 20 * MINUTE, clock=clock)
+    feed.release(as_of=BASE_US + 20 * MINUTE)
 
     for path in [spec.held_path, *(spec.tier_path(t) for t in TIERS)]:
         start = DeltaTable(path).version()
@@ -97,12 +96,12 @@ def test_state_survives_foreign_commits_and_log_cleanup(spark, tmp_path):
 
     second = [dict(r, v="b") if r["id"] % 2 else r for r in first] + [_row(9, 3, "late")]
     write_partition(tmp_path, "a", second)
-    result = ingest(spark, spec, "a", clock=clock)
+    result = feed.ingest("a")
     assert result.seq == 2, "the ingest after maintenance must continue the sequence"
     model.ingest("a", [_model_row(r) for r in second])
 
     for minute in (15, 40):  # the first asks to go back: W_T stays at 20 minutes
-        out = release(spark, spec, as_of_us=BASE_US + minute * MINUTE, clock=clock)
+        out = feed.release(as_of=BASE_US + minute * MINUTE)
         w = BASE_US + max(20, minute) * MINUTE
         for tier in TIERS:
             assert out.tiers[tier].w_us == w

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.feedkit import far_future_clock, make_spec
+from waterline import Feed
 
 pytestmark = pytest.mark.spark
 
@@ -31,25 +32,24 @@ def _write(root, name: str, lines: list[str]) -> None:
 
 
 def _quarantine(spec) -> list[dict]:
-    from waterline.engine.storage import delta_table
+    from waterline.engine.log.storage import delta_table
 
     return delta_table(spec.quarantine_path).to_pyarrow_table().to_pylist()
 
 
 def _held_ids(spec) -> list[int]:
-    from waterline.engine.storage import delta_table
+    from waterline.engine.log.storage import delta_table
 
     return sorted(r["id"] for r in delta_table(spec.held_path).to_pyarrow_table().to_pylist())
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["json-declared-schema", "json-inferred-schema"])
 def test_malformed_json_lines_are_quarantined_raw(spark, tmp_path, declared):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, {"rt": "TRUE"}, **({} if declared else {
         "source": {"format": "json", "path": str(tmp_path / "src" / "{partition}")}}))
     _write(tmp_path, "part-0.json", GOOD + BAD_JSON)
-    result = ingest(spark, spec, "a", clock=far_future_clock())
+    feed = Feed(spec, spark=spark, clock=far_future_clock())
+    result = feed.ingest("a")
     assert (result.rows_read, result.inserted, result.quarantined) == (2, 2, 2)
     assert _held_ids(spec) == [1, 2]
     bad = _quarantine(spec)
@@ -58,19 +58,17 @@ def test_malformed_json_lines_are_quarantined_raw(spark, tmp_path, declared):
 
     # A re-run whose only change is in the malformed records is not "the same output".
     _write(tmp_path, "part-0.json", GOOD + BAD_JSON[:1])
-    again = ingest(spark, spec, "a", clock=far_future_clock())
+    again = feed.ingest("a")
     assert (again.versions_written, again.quarantined) == (0, 1)
     assert [r["_wl_row"] for r in _quarantine(spec)] == BAD_JSON[:1]
 
 
 def test_malformed_csv_lines_are_quarantined_raw(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     source = {"format": "csv", "path": str(tmp_path / "src" / "{partition}"),
               "options": {"schema": "id BIGINT, event_time STRING, status STRING, embargo_until STRING, v STRING"}}
     spec = make_spec(tmp_path, {"rt": "TRUE"}, source=source)
     _write(tmp_path, "part-0.csv", [CSV_HEADER, *GOOD_CSV, *BAD_CSV])
-    result = ingest(spark, spec, "a", clock=far_future_clock())
+    result = Feed(spec, spark=spark, clock=far_future_clock()).ingest("a")
     assert (result.inserted, result.quarantined) == (2, 2)
     assert _held_ids(spec) == [1, 2]
     bad = _quarantine(spec)
@@ -79,12 +77,10 @@ def test_malformed_csv_lines_are_quarantined_raw(spark, tmp_path):
 
 
 def test_csv_without_a_schema_still_keeps_short_and_long_lines(spark, tmp_path):
-    from waterline.engine.ingest import ingest
-
     spec = make_spec(tmp_path, {"rt": "TRUE"}, source={"format": "csv", "path": str(tmp_path / "src" / "{partition}")},
                      transform="SELECT CAST(id AS BIGINT) AS id, event_time, status, "
                                "CAST(embargo_until AS TIMESTAMP) AS embargo_until, v FROM source")
     _write(tmp_path, "part-0.csv", [CSV_HEADER, *GOOD_CSV, "3,2026-01-01 10:10:00,final", "4,a,b,c,d,e"])
-    result = ingest(spark, spec, "a", clock=far_future_clock())
+    result = Feed(spec, spark=spark, clock=far_future_clock()).ingest("a")
     assert (result.inserted, result.quarantined) == (2, 2)
     assert sorted(r["_wl_row"] for r in _quarantine(spec)) == sorted(["3,2026-01-01 10:10:00,final", "4,a,b,c,d,e"])

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.policy import grammar
-from waterline.engine import columns as C
-from waterline.engine.schedule import last_boundary_sql, stored_vis_sql, with_schedule
+from waterline.engine.core import columns as C
+from waterline.engine.spark.schedule import last_boundary_sql, stored_vis_sql, with_schedule
 from waterline.policy import PolicyError, compile_policy
 
 pytestmark = pytest.mark.spark

@@ -2,7 +2,7 @@
 
 Spark writes through s3a (hadoop-aws + the AWS SDK jars `make setup` resolves);
 the tier checks, `waterline status` and the release sensor read through
-``deltalake`` with the same endpoint and credentials (`waterline.engine.storage`).
+``deltalake`` with the same endpoint and credentials (`waterline.engine.log.storage`).
 Every tier must equal `waterline.semantics` after every release.
 """
 
@@ -61,24 +61,22 @@ def _status_cli(spec_file: Path) -> dict:
 def test_ingest_revise_release_status_and_sensor_on_s3(s3_spark, s3proxy, tmp_path):
     from dagster import RunRequest, SkipReason
 
+    from waterline import Feed
     from waterline.dagster.sensors import decide
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.state import read_feed_state
 
     spec = make_spec(tmp_path, POLICIES, warehouse=s3proxy.uri(f"scenario-{uuid.uuid4().hex[:6]}"))
     spec_file = tmp_path / "feed.yaml"
     spec_file.write_text(yaml.safe_dump(spec.to_dict()))
-    clock = far_future_clock()
+    feed = Feed(spec, spark=s3_spark, clock=far_future_clock())
     model = FeedModel(POLICIES)
 
     def step(partition: str, rows: list[dict], release_minute: int) -> None:
         write_partition(tmp_path, partition, [_source(r) for r in rows])
-        assert ingest(s3_spark, spec, partition, clock=clock).versions_written == model.ingest(partition, rows)
-        decision = decide(spec, read_feed_state(spec, clock=clock), {})
+        assert feed.ingest(partition).versions_written == model.ingest(partition, rows)
+        decision = decide(spec, feed.status(), {})
         assert isinstance(decision, RunRequest), decision  # a new ingest on s3 makes the sensor ask
         as_of = BASE_US + release_minute * MINUTE
-        release(s3_spark, spec, as_of_us=as_of, clock=clock)
+        feed.release(as_of=as_of)
         for tier in POLICIES:
             got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(s3_spark, spec, tier).items()}
             assert got == expected_tier(model, tier, as_of), f"tier {tier} at minute {release_minute}"
@@ -91,8 +89,8 @@ def test_ingest_revise_release_status_and_sensor_on_s3(s3_spark, s3proxy, tmp_pa
     status = _status_cli(spec_file)
     assert status["seq"] == 2
     assert {t["w_us"] for t in status["tiers"].values()} == {BASE_US + 45 * MINUTE}
-    after = decide(spec, read_feed_state(spec, clock=clock), {})
-    state = read_feed_state(spec, clock=clock)
+    after = decide(spec, feed.status(), {})
+    state = feed.status()
     # the sensor asks again only if some tier still has something due after the release
     assert isinstance(after, RunRequest) == any(t.due for t in state.tiers.values())
     assert isinstance(after, (RunRequest, SkipReason))

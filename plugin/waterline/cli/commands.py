@@ -1,33 +1,24 @@
-"""Click commands. Each loads the spec, calls the engine and renders the result."""
+"""Click commands: each loads the feed, calls one `waterline.Feed` method and renders its result."""
 
 from __future__ import annotations
 
 import json
 
-
 import click
 
-from waterline.errors import WaterlineError
-
 from waterline.cli import render
+from waterline.cli.spark import spark_group
+from waterline.clock import duration_us, parse_duration, parse_instant
+from waterline.errors import WaterlineError
+from waterline.feed import Feed, load
 
 
-def _spec(path: str):
-    from waterline.spec import load_spec
-
-    return load_spec(path)
-
-
-def _spark(feed=None):
-    """The session for ``feed``: its `spark:` key, overridden by WATERLINE_SPARK_MASTER/REMOTE.
-
-    Called only after every argument and the spec are checked: a bad input never waits for
-    a JVM. Unless --verbose, the JVM's own lines go to a log file, not the terminal, and
-    PySpark's JSON copies of SQL errors are off (`engine.jvm_log.quiet_session`).
-    """
-    from waterline.engine.jvm_log import quiet_session
-
-    return quiet_session(getattr(feed, "spark", None), quiet=not _verbose())[0]
+def _feed(spec: str) -> Feed:
+    """The feed of ``spec``. Spark starts only inside the method that needs it, after every
+    argument and the spec are checked: a bad input never waits for a JVM. Unless --verbose,
+    the JVM's own lines go to a log file, not the terminal, and PySpark's JSON copies of
+    SQL errors are off."""
+    return load(spec, quiet=not _verbose())
 
 
 def _verbose() -> bool:
@@ -35,31 +26,10 @@ def _verbose() -> bool:
     return bool(context and context.find_root().params.get("verbose"))
 
 
-def _instant(text: str | None) -> int | None:
-    from waterline.clock import parse_instant
-
-    if text is None:
-        return None
-    try:
-        return parse_instant(text)
-    except WaterlineError as exc:
-        raise WaterlineError(f"--as-of: {exc}") from exc
-    except ValueError as exc:
-        raise WaterlineError(f"--as-of: not an instant: {text!r} (e.g. 2026-01-05T08:30:00Z)") from exc
-
-
-def _tier(feed, tier: str) -> str:
+def _tier(feed: Feed, tier: str) -> str:
     if tier not in feed.tiers:
         raise click.BadParameter(f"unknown tier {tier!r} (tiers: {', '.join(feed.tiers)})", param_hint="--tier")
     return tier
-
-
-def _partition(feed, key: str, option: str = "--partition") -> str:
-    """The partition key checked against the spec's scheme (before any Spark start)."""
-    try:
-        return feed.partitions.validate(key)
-    except WaterlineError as exc:
-        raise WaterlineError(f"{option}: {exc}") from exc
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -82,37 +52,24 @@ def plan(spec: str, tier: str | None, as_json: bool, partition: str | None) -> N
     transform's select list (or the source's declared schema) names them, and against
     the real output with --partition.
     """
-    from waterline.policy import check_policy_columns, compile_policy
-    from waterline.spec.columns import output_columns
-
-    feed = _spec(spec)
+    feed = _feed(spec)
     if tier:
         _tier(feed, tier)
-    tiers = {tier: feed.tiers[tier]} if tier else feed.tiers
-    plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
-    known = output_columns(feed)
-    if known.names is not None:
-        for name, policy in tiers.items():
-            check_policy_columns(policy, known.names, tier=name)
-        checked = f"columns checked against {known.source}"
-    else:
-        checked = f"columns not checked: {known.source}; `waterline plan {spec} --partition KEY` checks them " \
-                  "against that partition's real output"
-    if partition is not None:
-        from waterline.engine.schedule import compile_tiers
-        from waterline.engine.source import read_output
-
-        key = _partition(feed, partition)
-        spark = _spark(feed)
-        compile_tiers(spark, feed, read_output(spark, feed, key))  # PolicyError names tier and column
-        checked = f"columns and types checked against the output of partition {key}"
+    result = feed.plan(tier, partition=_option(partition, "--partition", feed) if partition else None)
     if as_json:
-        click.echo(json.dumps({name: p.to_json() for name, p in plans.items()}, indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
         return
-    for name, p in plans.items():
-        click.echo(f"tier {name}: {feed.tiers[name]}")
-        click.echo(render.indent(p.describe()))
-    click.echo(checked)
+    click.echo(result.describe())
+    if not result.columns_checked:
+        click.echo(f"  (`waterline plan {spec} --partition KEY` checks them against that partition's real output)")
+
+
+def _option(value: str, option: str, feed: Feed) -> str:
+    """A partition option checked against the scheme, its error naming the option."""
+    try:
+        return feed.spec.partitions.validate(value)
+    except WaterlineError as exc:
+        raise WaterlineError(f"{option}: {exc}") from None
 
 
 @cli.command()
@@ -120,11 +77,8 @@ def plan(spec: str, tier: str | None, as_json: bool, partition: str | None) -> N
 @click.option("--partition", "-p", required=True, help="Partition key, e.g. 2026-01-05.")
 def ingest(spec: str, partition: str) -> None:
     """Process one partition into the held table."""
-    from waterline.engine.ingest import ingest as run
-
-    feed = _spec(spec)
-    partition = _partition(feed, partition)
-    result = run(_spark(feed), feed, partition)
+    feed = _feed(spec)
+    result = feed.ingest(_option(partition, "--partition", feed))
     click.echo(render.ingest_line(result))
 
 
@@ -134,19 +88,11 @@ def ingest(spec: str, partition: str) -> None:
 @click.option("--to", "last", required=True, help="Last partition (inclusive).")
 def backfill(spec: str, first: str, last: str) -> None:
     """Ingest a range of partitions, in order, with a progress bar."""
-    from waterline.engine.ingest import ingest as run
-
-    feed = _spec(spec)
-    first, last = _partition(feed, first, "--from"), _partition(feed, last, "--to")
-    keys = feed.partitions.keys(first, last)
-    if not keys:
+    feed = _feed(spec)
+    first, last = _option(first, "--from", feed), _option(last, "--to", feed)
+    if not feed.spec.partitions.keys(first, last):
         raise click.BadParameter(f"no partitions from {first} to {last}", param_hint="--from/--to")
-    spark = _spark(feed)
-    results = []
-    with click.progressbar(keys, label=f"backfill {feed.feed}", item_show_func=lambda k: k or "") as bar:
-        for key in bar:
-            results.append(run(spark, feed, key))
-    for result in results:
+    for result in feed.backfill(first, last, progress=True):
         click.echo(render.ingest_line(result))
 
 
@@ -158,28 +104,25 @@ def backfill(spec: str, first: str, last: str) -> None:
 @click.option("--max-wait", "max_wait", help="With --wait-until-due: wait at most this long (e.g. 90s, 5 minutes).")
 def release(spec: str, as_of: str | None, wait_until_due: bool, max_wait: str | None) -> None:
     """Advance the waterline and publish what became due to every tier not on hold."""
-    from waterline.engine.release import release as run
-
     if max_wait and not wait_until_due:
         raise WaterlineError("release: --max-wait needs --wait-until-due")
     if as_of and wait_until_due:
         raise WaterlineError("release: --as-of and --wait-until-due exclude each other (the due moment is the as-of)")
-    if wait_until_due:
-        from waterline.clock import duration_us, parse_duration
-        from waterline.engine.prearmed import release_when_due
-
-        limit = None if max_wait is None else duration_us(parse_duration(max_wait))
-        feed = _spec(spec)
-        done = release_when_due(_spark(feed), feed, max_wait_us=limit)
-        if done.due_us is not None:
-            what = "reached" if done.reached else "not reached (--max-wait ran out; released up to the clock)"
-            click.echo(f"due moment {render.instant(done.due_us)} {what}")
-        click.echo(render.release_table(done.result))
-        return
-    feed = _spec(spec)
-    as_of_us = _instant(as_of)
-    result = run(_spark(feed), feed, as_of_us=as_of_us)
+    feed = _feed(spec)
+    as_of_us = None if as_of is None else _parsed(parse_instant, as_of, "--as-of", now_us=feed.clock.now_us)
+    limit = None if max_wait is None else duration_us(_parsed(parse_duration, max_wait, "--max-wait"))
+    result = feed.release(as_of=as_of_us, wait_until_due=wait_until_due, max_wait=limit)
+    if result.waited_for_us is not None:
+        what = "reached" if result.reached else "not reached (--max-wait ran out; released up to the clock)"
+        click.echo(f"due moment {render.instant(result.waited_for_us)} {what}")
     click.echo(render.release_table(result))
+
+
+def _parsed(parse, text: str, option: str, **kwargs):
+    try:
+        return parse(text, **kwargs)
+    except (WaterlineError, ValueError) as exc:
+        raise WaterlineError(f"{option}: {exc}") from None
 
 
 @cli.command()
@@ -187,13 +130,8 @@ def release(spec: str, as_of: str | None, wait_until_due: bool, max_wait: str | 
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(spec: str, as_json: bool) -> None:
     """Per tier: W_T, lag behind the clock, pending versions, next due time, hold. No Spark."""
-    from waterline.engine.state import read_feed_state
-
-    state = read_feed_state(_spec(spec))
-    if as_json:
-        click.echo(json.dumps(state.to_dict(), indent=2))
-    else:
-        click.echo(render.status_table(state))
+    state = _feed(spec).status()
+    click.echo(json.dumps(state.to_dict(), indent=2) if as_json else render.status_table(state))
 
 
 @cli.command()
@@ -201,11 +139,8 @@ def status(spec: str, as_json: bool) -> None:
 @click.option("--tier", "tier", required=True)
 def hold(spec: str, tier: str) -> None:
     """Stop releasing a tier: it keeps its rows and W_T."""
-    from waterline.engine.control import hold as run
-
-    feed = _spec(spec)
-    _tier(feed, tier)
-    run(_spark(feed), feed, tier)
+    feed = _feed(spec)
+    feed.hold(_tier(feed, tier))
     click.echo(f"tier {tier}: on hold")
 
 
@@ -214,11 +149,8 @@ def hold(spec: str, tier: str) -> None:
 @click.option("--tier", "tier", required=True)
 def resume(spec: str, tier: str) -> None:
     """Resume releasing a held tier (the next release catches it up)."""
-    from waterline.engine.control import resume as run
-
-    feed = _spec(spec)
-    _tier(feed, tier)
-    run(_spark(feed), feed, tier)
+    feed = _feed(spec)
+    feed.resume(_tier(feed, tier))
     click.echo(f"tier {tier}: resumed")
 
 
@@ -226,10 +158,7 @@ def resume(spec: str, tier: str) -> None:
 @click.argument("spec")
 def gc(spec: str) -> None:
     """Drop held versions that can never change a tier again, and compact files."""
-    from waterline.engine.gc import gc as run
-
-    feed = _spec(spec)
-    result = run(_spark(feed), feed)
+    result = _feed(spec).gc()
     click.echo(f"gc {result.feed}: removed {result.versions_removed} of {result.versions_before} held versions")
 
 
@@ -237,13 +166,9 @@ def gc(spec: str) -> None:
 @click.option("--root", default=".waterline/demo", show_default=True, help="Folder for the demo's data and tables.")
 def demo(root: str) -> None:
     """The whole story on local data: two feeds, ingests, releases stepped through time."""
-    from waterline.cli.demo import run_demo
+    from waterline.cli.demo import run_demo  # import cost: pyarrow.dataset (~0.25 s) only the demo needs
 
     run_demo(root, echo=click.echo)
 
-
-
-
-from waterline.cli.spark import spark_group  # noqa: E402  (a verb group of its own module)
 
 cli.add_command(spark_group)

@@ -23,9 +23,16 @@ from pathlib import Path
 from typing import Callable
 from zoneinfo import ZoneInfo
 
+import pyarrow.dataset as ds
+
+import waterline
 from waterline.cli import render
-from waterline.engine.storage import delta_table
+from waterline.clock import Clock, parse_instant
+from waterline.demo_data import DEFAULT_SEED, indicator_rows, ticks_rows, write_demo_data, write_indicators, write_ticks
 from waterline.errors import WaterlineError
+from waterline.feed import Feed
+from waterline.semantics import NEG_INF
+from waterline.spec import FeedSpec, load_spec
 
 DEFAULT_ROOT = ".waterline/demo"
 FEEDS = ("ticks", "indicators")
@@ -90,8 +97,6 @@ class DemoReport:
 
 def find_repo(start: Path | None = None) -> Path:
     """The folder holding `dags/feeds/*.yaml` and `spark_jobs/`: the working directory or the source checkout."""
-    import waterline
-
     candidates = [start or Path.cwd(), Path(waterline.__file__).resolve().parents[2]]
     for folder in candidates:
         if (folder / "dags" / "feeds" / "ticks.yaml").is_file() and (folder / "spark_jobs").is_dir():
@@ -99,10 +104,8 @@ def find_repo(start: Path | None = None) -> Path:
     raise WaterlineError("demo: cannot find dags/feeds/ticks.yaml and spark_jobs/; run it from the repository root")
 
 
-def demo_specs(root: Path, repo: Path) -> dict:
+def demo_specs(root: Path, repo: Path) -> dict[str, FeedSpec]:
     """The demo specs, with warehouse and source paths moved under ``root``."""
-    from waterline.spec import load_spec
-
     specs = {}
     for feed in FEEDS:
         overrides = {
@@ -117,28 +120,20 @@ def demo_specs(root: Path, repo: Path) -> dict:
 
 def write_sources(root: Path) -> int:
     """Write revision 0 of the demo days both feeds use; revisions are written when a step ingests them."""
-    from waterline.demo_data import write_demo_data
-
     written = write_demo_data(root, (MON, TUE))
     return sum(len(v) for v in written.values())
 
 
 def _write_revision(root: Path, feed: str, day: str, revision: int) -> None:
-    from waterline.demo_data import write_indicators, write_ticks
-
     (write_ticks if feed == "ticks" else write_indicators)(root, day, revision)
 
 
-def read_tier(spec, tier: str, partition: str | None = None, columns: list[str] | None = None) -> list[dict]:
+def read_tier(feed: Feed, tier: str, partition: str | None = None, columns: list[str] | None = None) -> list[dict]:
     """A tier table's rows, read without Spark (the tables are tiny)."""
-    import pyarrow.dataset as ds
-    dataset = delta_table(spec.tier_path(tier)).to_pyarrow_dataset()
-    where = None if partition is None else ds.field("_wl_partition") == partition
-    return dataset.to_table(filter=where, columns=columns).to_pylist()
-
-
-def count_tier(spec, tier: str) -> int:
-    return delta_table(spec.tier_path(tier)).to_pyarrow_dataset().count_rows()
+    rows = feed.read(tier)
+    if partition is not None:
+        rows = rows.filter(ds.field("_wl_partition") == partition)
+    return (rows if columns is None else rows.select(columns)).to_pylist()
 
 
 # -- formatting --------------------------------------------------------------
@@ -149,8 +144,6 @@ def new_york(us: int) -> str:
 
 
 def _when(us: int | None) -> str | None:
-    from waterline.semantics import NEG_INF
-
     if us is None:
         return None
     return "now" if us <= NEG_INF else render.instant(us)
@@ -163,25 +156,21 @@ def step_table(rows: list[tuple]) -> str:
 # -- the story ---------------------------------------------------------------
 
 def run_demo(root: str | Path = DEFAULT_ROOT, echo: Echo = print, *, spark=None, repo: str | Path | None = None,
-             clock=None) -> DemoReport:
+             clock: Clock | None = None) -> DemoReport:
     """Run the demo under ``root``, printing through ``echo``; returns what happened.
 
-    ``spark`` defaults to `get_session()`; ``repo`` (where `dags/feeds` and
-    `spark_jobs` live) to the working directory or the source checkout;
-    ``clock`` to the system clock (the as-of instants are all in its past).
+    ``spark`` defaults to the feeds' own session (started quietly: the JVM's
+    output goes to its log file); ``repo`` (where `dags/feeds` and `spark_jobs`
+    live) to the working directory or the source checkout; ``clock`` to the
+    system clock (the as-of instants are all in its past).
     """
-    from waterline.clock import parse_instant
-    from waterline.demo_data import DEFAULT_SEED
-    from waterline.engine.ingest import ingest
-    from waterline.engine.release import release
-    from waterline.engine.state import read_feed_state
-
     started = time.monotonic()
     root = Path(root).absolute()
     repo = Path(repo).resolve() if repo is not None else find_repo()
     for sub in ("warehouse", "data"):  # start fresh, so a rerun prints the same story
         shutil.rmtree(root / sub, ignore_errors=True)
     specs = demo_specs(root, repo)
+    feeds = {name: Feed(spec, spark=spark, clock=clock) for name, spec in specs.items()}
     report = DemoReport(root=root)
 
     echo(f"waterline demo: two feeds on local data under {root} (seed {DEFAULT_SEED})")
@@ -192,16 +181,12 @@ def run_demo(root: str | Path = DEFAULT_ROOT, echo: Echo = print, *, spark=None,
     echo("  the trusted clock is the real one, past every demo day: each release's as-of instant is its W")
 
     if spark is None:
-        from waterline.engine.session import get_session
-
         echo("  starting Spark ...")
-        spark = get_session()
-    # The indicators transform calls wl_next_business_time; ingest evaluates the
-    # transform before it registers waterline's SQL functions, so register them
-    # up front (idempotent).
-    from waterline.engine.functions import register_functions
-
-    register_functions(spark)
+        first = next(iter(feeds.values()))
+        spark = first.spark
+        feeds = {name: Feed(spec, spark=spark, clock=clock) for name, spec in specs.items()}
+        if first.jvm_log is not None:
+            echo(f"  (the JVM's own output goes to {first.jvm_log})")
     shuffle = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "1")  # a few hundred rows: one task per stage
     try:
@@ -212,21 +197,21 @@ def run_demo(root: str | Path = DEFAULT_ROOT, echo: Echo = print, *, spark=None,
             for feed, day, revision in step.ingests:
                 if revision:
                     _write_revision(root, feed, day, revision)
-                result = ingest(spark, specs[feed], day, clock=clock)
+                result = feeds[feed].ingest(day)
                 echo("    " + render.ingest_line(result) + (f" (revision {revision})" if revision else ""))
             table_rows = []
             record = {"as_of_us": as_of, "title": step.title, "releases": {}, "rows": {}}
             for feed in step.feeds:
-                result = release(spark, specs[feed], as_of_us=as_of, clock=clock)
+                result = feeds[feed].release(as_of=as_of)
                 record["releases"][feed] = result
                 record["rows"][feed] = {}
                 for tier, t in result.tiers.items():
-                    rows = record["rows"][feed][tier] = count_tier(specs[feed], tier)
+                    rows = record["rows"][feed][tier] = feeds[feed].read(tier, columns=["_wl_partition"]).num_rows
                     table_rows.append((feed, tier, render.instant(t.w_us), rows, t.released, t.updated,
                                        t.removed, t.expired, _when(t.next_due_us)))
             echo(render.indent(step_table(table_rows), "    "))
             for name in step.show:
-                for line in _SHOWS[name](specs):
+                for line in _SHOWS[name](feeds):
                     echo("    " + line)
             report.steps.append(record)
     finally:
@@ -234,8 +219,8 @@ def run_demo(root: str | Path = DEFAULT_ROOT, echo: Echo = print, *, spark=None,
 
     echo("")
     echo("waterline status (no Spark; lag and due are against the real clock)")
-    for feed, spec in specs.items():
-        echo(render.indent(render.status_table(read_feed_state(spec, clock=clock)), "    "))
+    for feed in feeds.values():
+        echo(render.indent(render.status_table(feed.status()), "    "))
     report.seconds = time.monotonic() - started
     echo("")
     echo(f"demo finished in {report.seconds:.0f}s; the tier tables are Delta tables in {root / 'warehouse'}/<feed>/tiers/")
@@ -244,18 +229,16 @@ def run_demo(root: str | Path = DEFAULT_ROOT, echo: Echo = print, *, spark=None,
 
 # -- extra views ---------------------------------------------------------------
 
-def _show_revised_trades(specs) -> list[str]:
+def _show_revised_trades(feeds: dict[str, Feed]) -> list[str]:
     """Monday's re-sent trades: cancels are gone from the tiers, corrections carry the new price."""
-    from waterline.demo_data import ticks_rows
-
     before = {(t["symbol"], t["seq"]): t["price"] for t in ticks_rows(MON, 0)}
     after = ticks_rows(MON, 1)
     cancels = [(t["symbol"], t["seq"]) for t in after if t["status"] == "cancel"]
     corrections = [(t["symbol"], t["seq"], before[(t["symbol"], t["seq"])], t["price"])
                    for t in after if t["status"] == "correction"]
     tiers = {tier: {(r["symbol"], r["seq"]): r["price"]
-                    for r in read_tier(specs["ticks"], tier, MON, ["symbol", "seq", "price"])}
-             for tier in specs["ticks"].tiers}
+                    for r in read_tier(feeds["ticks"], tier, MON, ["symbol", "seq", "price"])}
+             for tier in feeds["ticks"].tiers}
     lines = [f"{MON} revision 1: {len(corrections)} corrections, {len(cancels)} cancels; "
              "cancelled trades still in a tier: "
              + ", ".join(f"{tier} {sum(k in rows for k in cancels)}" for tier, rows in tiers.items())]
@@ -267,15 +250,13 @@ def _show_revised_trades(specs) -> list[str]:
     return lines
 
 
-def _show_revised_figures(specs) -> list[str]:
+def _show_revised_figures(feeds: dict[str, Feed]) -> list[str]:
     """Tuesday's figures as each indicators tier shows them, next to the first and revised values."""
-    from waterline.demo_data import indicator_rows
-
     first = {(r["indicator"], r["period"]): r["value"] for r in indicator_rows(TUE, 0)}
     revised = {(r["indicator"], r["period"]): r["value"] for r in indicator_rows(TUE, 1) if r["revision"] == "1"}
     seen = {tier: {(r["indicator"], r["period"]): r["value"]
-                   for r in read_tier(specs["indicators"], tier, TUE, ["indicator", "period", "value"])}
-            for tier in specs["indicators"].tiers}
+                   for r in read_tier(feeds["indicators"], tier, TUE, ["indicator", "period", "value"])}
+            for tier in feeds["indicators"].tiers}
     rows = [(i, p, first[(i, p)], revised.get((i, p)), *(_fmt(seen[t].get((i, p))) for t in seen))
             for i, p in sorted(first)]
     table = render.table(["indicator", "period", "first", "revised", *seen], rows)

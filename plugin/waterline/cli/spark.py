@@ -1,14 +1,15 @@
 """`waterline spark start|stop|status`: a local standalone cluster and Spark Connect server.
 
 On 127.0.0.1 only, from the pip-installed pyspark; state under ``.waterline/spark``
-(see `waterline.engine.cluster`).
+(see `waterline.engine.spark.cluster`).
 """
 
 from __future__ import annotations
 
 import click
 
-from waterline.engine.cluster import DEFAULT_STATE_DIR
+from waterline.engine.spark import cluster
+from waterline.engine.spark.cluster import DEFAULT_STATE_DIR
 
 _DIR = click.option("--dir", "state_dir", default=DEFAULT_STATE_DIR, show_default=True,
                     help="Folder for logs, pid files and cluster.json.")
@@ -32,8 +33,6 @@ def spark_group() -> None:
               help="The Connect server's master: local[N], or 'cluster' for the standalone master started here.")
 def start(state_dir, workers, worker_cores, worker_memory, master_port, connect, connect_port, connect_master) -> None:
     """Start the master, workers and Connect server; print their URLs."""
-    from waterline.engine import cluster
-
     state = cluster.start(state_dir, workers=workers, worker_cores=worker_cores, worker_memory=worker_memory,
                           master_port=master_port, connect=connect, connect_port=connect_port,
                           connect_master=connect_master)
@@ -45,8 +44,6 @@ def start(state_dir, workers, worker_cores, worker_memory, master_port, connect,
 @_DIR
 def stop(state_dir) -> None:
     """Stop what `waterline spark start` started."""
-    from waterline.engine import cluster
-
     stopped = cluster.stop(state_dir)
     click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing to stop")
 
@@ -55,7 +52,5 @@ def stop(state_dir) -> None:
 @_DIR
 def status(state_dir) -> None:
     """Print the URLs and whether each process runs."""
-    from waterline.engine import cluster
-
     for line in cluster.describe(cluster.ClusterState.load(state_dir)):
         click.echo(line)

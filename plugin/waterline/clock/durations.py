@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
@@ -177,11 +178,15 @@ def parse_instant(
     return to_us(dt)
 
 
+def system_now_us() -> int:
+    """The process's UTC system clock in µs (``time.time_ns``; no time zone involved): what
+    `SystemClock` reads, and ``now`` in an instant parsed without a clock."""
+    return time.time_ns() // 1000
+
+
 def _resolve_now(now_us: int | Callable[[], int] | None) -> int:
     if now_us is None:
-        from waterline.clock.trusted import SystemClock
-
-        return SystemClock().now_us()
+        return system_now_us()
     return now_us() if callable(now_us) else now_us
 
 

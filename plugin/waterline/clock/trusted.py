@@ -7,11 +7,10 @@ tests inject :class:`FixedClock` instead of sleeping.
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
-from waterline.clock.durations import duration_us, parse_instant
+from waterline.clock.durations import duration_us, parse_instant, system_now_us
 
 
 @runtime_checkable
@@ -25,7 +24,7 @@ class SystemClock:
     """The process's UTC system clock (``time.time_ns``; no time zone involved)."""
 
     def now_us(self) -> int:
-        return time.time_ns() // 1000
+        return system_now_us()
 
     def __repr__(self) -> str:
         return "SystemClock()"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
-from waterline.policy.normalize import MAX_BRANCHES
+from waterline.policy.normalize import MAX_BRANCHES, to_branches
+from waterline.policy.parse import parse_policy, quote, validate
 from waterline.policy.plan import Bound, Branch, PolicyError, ReleasePlan
 
 __all__ = [
@@ -29,9 +30,6 @@ def compile_policy(sql: str, *, tier: str | None = None,
     lets Spark's analyzer type bounds and conditions. Raises :class:`PolicyError`
     (one line, prefixed ``tier <name>: `` when ``tier`` is given) and nothing else.
     """
-    from waterline.policy.normalize import to_branches
-    from waterline.policy.parse import parse_policy, quote, validate
-
     prefix = f"tier {tier}: " if tier is not None else ""
     try:
         tree = parse_policy(sql)
@@ -53,8 +51,6 @@ def compile_policy(sql: str, *, tier: str | None = None,
 def check_policy_columns(sql: str, columns: "Iterable[str]", *, tier: str | None = None) -> None:
     """Refuse a policy naming a column not among ``columns`` (names only: for when the
     output's columns are known without Spark but their types are not)."""
-    from waterline.policy.parse import parse_policy, validate
-
     try:
         validate(parse_policy(sql), {name: "" for name in columns})
     except PolicyError as err:

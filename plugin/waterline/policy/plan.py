@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waterline.errors import WaterlineError
-
-# The sentinels belong to waterline.semantics; they are repeated here (and a test
-# keeps them equal) so that policy does not depend on a sibling module's progress.
-_NEG_INF = -(2**63)
-_POS_INF = 2**63 - 1
+from waterline.policy.render import (
+    describe_plan, plan_to_json, render_interval, render_non_empty, render_tau, render_vis,
+)
+from waterline.semantics import NEG_INF as _NEG_INF  # noqa: F401  the plan's sentinels are the oracle's
+from waterline.semantics import POS_INF as _POS_INF  # noqa: F401
 
 
 class PolicyError(WaterlineError):
@@ -65,8 +65,6 @@ class ReleasePlan:
         Sorted, disjoint, merged half-open intervals in µs; an empty array when
         no W makes the policy TRUE.
         """
-        from waterline.policy.render import render_vis
-
         return render_vis(self.branches)
 
     def tau_sql(self, vis: str | None = None) -> str:
@@ -75,8 +73,6 @@ class ReleasePlan:
         ``vis`` may name a column (or expression) already holding :meth:`vis_sql`,
         so the bounds are not evaluated twice.
         """
-        from waterline.policy.render import render_tau
-
         return render_tau(self.branches, vis)
 
     def single_interval_sql(self) -> tuple[str, str, str] | None:
@@ -85,8 +81,6 @@ class ReleasePlan:
 
         None for other plans (their visibility needs :meth:`vis_sql`'s array).
         """
-        from waterline.policy.render import render_interval, render_non_empty
-
         if len(self.branches) != 1:
             return None
         _, start, end = render_interval(self.branches[0])
@@ -94,12 +88,8 @@ class ReleasePlan:
 
     def describe(self) -> str:
         """The branches as a small query-plan-like text, for ``waterline plan``."""
-        from waterline.policy.render import describe_plan
-
         return describe_plan(self)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the plan, for ``waterline plan --json``."""
-        from waterline.policy.render import plan_to_json
-
         return plan_to_json(self)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from waterline.policy.plan import _NEG_INF, _POS_INF
+from waterline.semantics import NEG_INF as _NEG_INF
+from waterline.semantics import POS_INF as _POS_INF
 
 if TYPE_CHECKING:
     from waterline.policy.plan import Bound, Branch, ReleasePlan

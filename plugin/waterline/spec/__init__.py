@@ -19,8 +19,8 @@ rows are the feed's output as read.
 This package imports no Spark and no Dagster.
 """
 
+from waterline.errors import SpecError
 from waterline.spec.durations import format_duration
-from waterline.spec.errors import SpecError
 from waterline.spec.loader import deep_merge, load_spec, load_specs, spec_from_dict
 from waterline.spec.model import (
     DEFAULT_SOURCE,

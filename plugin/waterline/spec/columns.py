@@ -11,10 +11,8 @@ check against the real output (`waterline plan SPEC --partition KEY`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
+from waterline.spec.model import FeedSpec
 
 
 @dataclass(frozen=True)
@@ -25,7 +23,7 @@ class OutputColumns:
     source: str
 
 
-def output_columns(spec: "FeedSpec") -> OutputColumns:
+def output_columns(spec: FeedSpec) -> OutputColumns:
     if spec.job:
         return OutputColumns(None, f"the job {spec.job} builds the output")
     if spec.transform:

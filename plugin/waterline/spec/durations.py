@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from waterline.clock import parse_duration as clock_parse_duration
+
 # Largest first, so formatting picks the coarsest unit that divides exactly.
 _FORMAT_UNITS = (
     ("day", 86_400_000_000),
@@ -22,8 +24,6 @@ _FORMAT_UNITS = (
 def parse_duration(text: object) -> timedelta:
     """Parse a spec duration with `waterline.clock.parse_duration` (raises its TimeParseError,
     a ValueError), so a spec accepts exactly what the CLI and the clock accept."""
-    from waterline.clock import parse_duration as clock_parse_duration
-
     return clock_parse_duration(text)  # type: ignore[arg-type]
 
 

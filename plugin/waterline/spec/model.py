@@ -10,8 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
+from waterline.errors import SpecError
 from waterline.spec.durations import format_duration
-from waterline.spec.errors import SpecError
 from waterline.spec.partitions import PartitionScheme
 from waterline.spec.spark import SparkSpec
 
@@ -123,6 +123,8 @@ class FeedSpec:
     freshness_lag_seconds: int | None = None
     description: str | None = None
     spark: SparkSpec | None = None  # where Spark runs (spec key `spark:`); env variables override it
+    # Recipient -> the tiers it may read over Delta Sharing (spec key `audiences:`).
+    audiences: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The YAML file the spec came from (None when built from a dict) and the
     # folder relative paths resolved against; neither is part of equality.
     spec_file: str | None = field(default=None, compare=False)
@@ -227,6 +229,8 @@ class FeedSpec:
             out["freshness_lag_seconds"] = self.freshness_lag_seconds
         if self.spark is not None:
             out["spark"] = self.spark.to_dict()
+        if self.audiences:
+            out["audiences"] = {name: list(tiers) for name, tiers in self.audiences.items()}
         return out
 
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from waterline.spec.errors import SpecError
+from waterline.errors import SpecError
 
 DAILY_FORMAT = "%Y-%m-%d"
 HOURLY_FORMAT = "%Y-%m-%d-%H:%M"

@@ -6,7 +6,7 @@
       conf: {spark.executor.memory: 4g} # optional Spark conf (session confs only over Connect)
 
 ``WATERLINE_SPARK_MASTER`` / ``WATERLINE_SPARK_REMOTE`` override it (see
-`waterline.engine.session.SessionConfig`).
+`waterline.engine.spark.session.SessionConfig`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,161 @@
+"""Results of engine operations: frozen, JSON-ready, used by the CLI, Dagster metadata and Airflow asset events."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from waterline.clock import format_instant
+from waterline.policy import ReleasePlan
+
+
+class _Result:
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class IngestResult(_Result):
+    feed: str
+    partition: str
+    seq: int | None  # None when the ingest appended nothing
+    rows_read: int
+    versions_written: int
+    inserted: int
+    updated: int
+    removed: int
+    unchanged: int
+    quarantined: int
+    late_dropped: int
+    event_waterline_us: int | None
+    next_due_us: int | None
+
+    def summary(self) -> str:
+        """One log line: ``feed/partition: read n rows, wrote n versions (...)``."""
+        return (f"{self.feed}/{self.partition}: read {self.rows_read} rows, wrote {self.versions_written} versions "
+                f"({self.inserted} new, {self.updated} changed, {self.removed} removed), {self.unchanged} unchanged, "
+                f"{self.quarantined} quarantined")
+
+
+@dataclass(frozen=True)
+class TierRelease(_Result):
+    tier: str
+    w_us: int | None  # W_T after the release; None for a tier on hold that was never released
+    previous_w_us: int | None
+    seq: int
+    released: int = 0
+    updated: int = 0
+    removed: int = 0
+    expired: int = 0
+    candidates: int = 0
+    next_due_us: int | None = None
+    held: bool = False  # True when the tier is on hold and was skipped
+    changed: bool = False
+
+    def summary(self, feed: str) -> str:
+        """One log line: ``feed/tier: W_T ... (was ...); released n, updated n, removed n, expired n``."""
+        def at(us: int | None) -> str:
+            return "none" if us is None else format_instant(us)
+
+        return (f"{feed}/{self.tier}: W_T {at(self.w_us)} (was {at(self.previous_w_us)}); released {self.released}, "
+                f"updated {self.updated}, removed {self.removed}, expired {self.expired}"
+                + (" (on hold)" if self.held else ""))
+
+
+@dataclass(frozen=True)
+class ReleaseResult(_Result):
+    feed: str
+    requested_us: int | None
+    w_us: int
+    seq: int
+    tiers: dict[str, TierRelease] = field(default_factory=dict)
+    # A release that waited for a due moment (``wait_until_due``): the moment, and whether
+    # the clock reached it before the wait ran out (else it released up to the clock).
+    waited_for_us: int | None = None
+    reached: bool | None = None
+
+
+@dataclass(frozen=True)
+class GcResult(_Result):
+    feed: str
+    versions_before: int
+    versions_removed: int
+    files_compacted: bool
+
+
+def combine_releases(results: list[ReleaseResult]) -> ReleaseResult:
+    """Consecutive releases of one feed as one: the last W and state, counts summed per tier."""
+    last = results[-1]
+    tiers: dict[str, TierRelease] = {}
+    for name, final in last.tiers.items():
+        steps = [r.tiers[name] for r in results if name in r.tiers]
+        tiers[name] = replace(
+            final,
+            previous_w_us=steps[0].previous_w_us,
+            released=sum(t.released for t in steps), updated=sum(t.updated for t in steps),
+            removed=sum(t.removed for t in steps), expired=sum(t.expired for t in steps),
+            candidates=sum(t.candidates for t in steps), changed=any(t.changed for t in steps),
+        )
+    return replace(last, requested_us=results[0].requested_us, tiers=tiers)
+
+
+@dataclass(frozen=True)
+class FeedPlan:
+    """Each tier's policy and compiled release plan, and how far the policies' columns were checked."""
+
+    feed: str
+    policies: dict[str, str]
+    plans: dict[str, ReleasePlan]
+    checked: str  # one line: what the columns were checked against, or why they were not
+    columns_checked: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plans as `waterline plan --json` prints them (tier -> branches)."""
+        return {name: plan.to_json() for name, plan in self.plans.items()}
+
+    def describe(self) -> str:
+        """The plans as `waterline plan` prints them."""
+        lines = []
+        for name, plan in self.plans.items():
+            lines.append(f"tier {name}: {self.policies[name]}")
+            lines += ["  " + line for line in plan.describe().splitlines()]
+        lines.append(self.checked)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class TierAudit(_Result):
+    """A tier table checked against the invariants at the version carrying its W_T."""
+
+    tier: str
+    exists: bool
+    now_us: int  # the trusted clock when checked
+    w_us: int | None = None
+    version: int | None = None
+    rows: int = 0
+    violations: int = 0  # rows not visible at W_T under the tier's policy (released early)
+    duplicates: int = 0  # identities present more than once
+    early_sample: tuple[tuple, ...] = ()
+    duplicate_sample: tuple[tuple, ...] = ()
+
+    @property
+    def w_ahead_of_clock(self) -> bool:
+        return self.w_us is not None and self.w_us > self.now_us
+
+    @property
+    def embargo_safe(self) -> bool:
+        return self.violations == 0 and not self.w_ahead_of_clock
+
+
+@dataclass(frozen=True)
+class WaterlineHistory(_Result):
+    """W_T over a tier table's retained waterline commits, and where it went back (never, if sound)."""
+
+    tier: str
+    commits: tuple[tuple[int, int], ...]  # (table version, W_T), oldest first
+    regressions: tuple[tuple[int, int, int, int], ...]  # (from version, from W_T, to version, to W_T)
+
+    @property
+    def monotonic(self) -> bool:
+        return not self.regressions
+

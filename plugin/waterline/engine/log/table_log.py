@@ -1,0 +1,315 @@
+"""One Delta table's log as waterline reads it: states, transactions, files. No JVM.
+
+Every commit waterline makes to a held or tier table carries the table's full
+state (`waterline.engine.core.state`) as JSON in ``commitInfo.userMetadata``, so
+the state and the data it describes land in one atomic Delta commit: a tier's
+W_T can never disagree with its rows. Each state has a per-table commit number
+``n``, and every Spark data commit also carries a Delta transaction id (``txn``:
+app id -> version), which Delta keeps in checkpoints, so it survives log cleanup:
+
+* ``waterline.seq`` on the held table: the ingest sequence of the last append;
+* ``waterline.commit`` on every table: the ``n`` of the last waterline data commit.
+
+The state itself also goes into the table property ``waterline.state``
+(metadata, kept in checkpoints) whenever the commit history alone could lose it.
+Readers take the newest of the property and the retained history, check it
+against the transaction versions, and fail, naming the table, rather than guess.
+
+`TableLog` opens the table once (the ``deltalake`` package) and answers every
+question of one read from that snapshot: the engine, `waterline status`, the
+Dagster sensor and asset checks and the Airflow trigger all read through it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from waterline.engine.core import columns as C
+from waterline.engine.core.held_stats import HeldFile
+from waterline.engine.core.races import SkippedCommit
+from waterline.engine.core.state import HeldState, TierState
+from waterline.engine.log.storage import delta_table, is_delta_table
+from waterline.errors import WaterlineError
+
+#: The table property that keeps a table's latest state across log cleanup.
+PROPERTY = "waterline.state"
+#: Delta transaction app ids: held appends carry the new ingest sequence ...
+APP_SEQ = "waterline.seq"
+#: ... every other waterline data commit the state's commit number ``n``.
+APP_COMMIT = "waterline.commit"
+#: The key of waterline's state inside a commit's userMetadata JSON.
+TAG = "waterline"
+
+_HISTORY_DEPTH = 50
+# Commits that never change which rows a table holds; anything else unknown (a RESTORE,
+# a DELETE by hand) ends a search for the last state of a partition.
+_ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"}
+
+
+def parse_state(raw: str | None) -> dict[str, Any] | None:
+    """The waterline state (JSON object) in a commit's userMetadata, or None if it carries none."""
+    if not raw:
+        return None
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(payload, dict) and isinstance(payload.get(TAG), dict):
+        return payload[TAG]
+    return None
+
+
+def _json(raw: str | None) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _number(state: dict[str, Any]) -> int:
+    return int(state.get("n", -1))
+
+
+class TableLog:
+    """A Delta table's log at one snapshot, or an absent table (``exists`` False).
+
+    Open it with `TableLog.open` once per read; every method answers from that
+    one ``DeltaTable`` (commit history is fetched lazily and kept).
+    """
+
+    def __init__(self, path: str, table: DeltaTable | None) -> None:
+        self.path = path
+        self.table = table
+        self._history: list[dict[str, Any]] = []
+        self._history_complete = False
+
+    @classmethod
+    def open(cls, path: str, *, version: int | None = None) -> TableLog:
+        """The table at ``path`` (its latest version, or ``version``); absent tables are allowed."""
+        if not is_delta_table(path):
+            return cls(path, None)
+        table = delta_table(path)
+        if version is not None:
+            table.load_as_version(version)
+        return cls(path, table)
+
+    @property
+    def exists(self) -> bool:
+        return self.table is not None
+
+    @property
+    def version(self) -> int | None:
+        return None if self.table is None else self.table.version()
+
+    # -- history -------------------------------------------------------------------
+
+    def history(self, depth: int = _HISTORY_DEPTH) -> list[dict[str, Any]]:
+        """The newest ``depth`` retained commits at or before this snapshot, newest first."""
+        if self.table is None:
+            return []
+        if len(self._history) < depth and not self._history_complete:
+            newest = self.table.version()
+            commits = [c for c in self.table.history(depth) if int(c["version"]) <= newest]
+            self._history = commits
+            self._history_complete = len(commits) < depth
+        return self._history[:depth]
+
+    def _deeper(self, depth: int) -> tuple[list[dict[str, Any]], bool]:
+        """The commits to ``depth`` and whether they are the whole retained log."""
+        commits = self.history(depth)
+        return commits, self._history_complete and len(commits) <= depth
+
+    def waterline_states(self) -> list[tuple[int, dict[str, Any]]]:
+        """``(version, state)`` of every retained waterline commit, oldest first."""
+        commits, _ = self._deeper(self.version + 1 if self.exists else 0)
+        out = [(int(c["version"]), s) for c in commits if (s := parse_state(c.get("userMetadata"))) is not None]
+        return sorted(out, key=lambda item: item[0])
+
+    # -- the state -----------------------------------------------------------------
+
+    def transaction_version(self, app: str) -> int | None:
+        """The version of Delta transaction ``app`` on the table (kept across log cleanup)."""
+        return None if self.table is None else self.table.transaction_version(app)
+
+    def property_state(self) -> dict[str, Any] | None:
+        """The state kept in the ``waterline.state`` table property, if any."""
+        if self.table is None:
+            return None
+        prop = _json(self.table.metadata().configuration.get(PROPERTY))
+        return prop if isinstance(prop, dict) else None
+
+    def latest_state(self) -> dict[str, Any] | None:
+        """The table's current state as JSON, or None if waterline never committed to it.
+
+        The newest of the property and the states in the retained history
+        (commits by others carry none and are skipped), checked against the
+        ``waterline.commit`` transaction version Delta keeps across log cleanup.
+        Raises `WaterlineError` if a newer waterline commit is known than any state found.
+        """
+        if self.table is None:
+            return None
+        prop = self.property_state()
+        committed = self.transaction_version(APP_COMMIT)
+        depth = _HISTORY_DEPTH
+        while True:
+            commits, complete = self._deeper(depth)
+            found = next((s for c in commits if (s := parse_state(c.get("userMetadata"))) is not None), None)
+            best = max([s for s in (found, prop) if s is not None], key=_number, default=None)
+            if committed is None or (best is not None and _number(best) >= committed):
+                return best
+            if complete:  # the whole retained log read: the state is gone
+                raise WaterlineError(
+                    f"table {self.path}: waterline state lost (last waterline commit n={committed}, newest state "
+                    f"found n={None if best is None else _number(best)}); restore the table property {PROPERTY}"
+                )
+            depth *= 10
+
+    def tier_state(self) -> TierState:
+        """The tier's state (the initial one for a tier never committed to)."""
+        raw = self.latest_state()
+        return TierState() if raw is None else TierState.from_json(raw, where=f"table {self.path}")
+
+    def held_state(self, feed: str) -> HeldState:
+        """The held table's state: ingest sequence counter and event-time bookkeeping.
+
+        The sequence is the greatest of the state's, the ``waterline.seq``
+        transaction version (kept across log cleanup) and, for tables written
+        before that, the files' ``_wl_seq`` statistics. An existing table never
+        starts again at 0.
+        """
+        if self.table is None:
+            return HeldState()
+        raw = self.latest_state()
+        state = HeldState() if raw is None else HeldState.from_json(raw, where=f"table {self.path}")
+        seqs = [raw.get("seq") if raw else None, self.transaction_version(APP_SEQ)]
+        if seqs == [None, None]:
+            seqs.append(self.max_file_seq())
+        known = [s for s in seqs if s is not None]
+        if not known:
+            raise WaterlineError(
+                f"feed {feed}: held table {self.path} has no waterline state, transaction or sequence statistics; "
+                "it was not written by waterline, or its log was rewritten"
+            )
+        return state.evolve(seq=max(known))
+
+    def states_since(self, *, after_seq: int) -> list[HeldState]:
+        """Held states of the newest commits whose ``seq > after_seq``, newest first."""
+        depth = _HISTORY_DEPTH
+        while True:
+            commits, complete = self._deeper(depth)
+            found = []
+            for commit in commits:
+                raw = parse_state(commit.get("userMetadata"))
+                if raw is None:
+                    continue
+                if int(raw.get("seq") or 0) <= after_seq:
+                    return found
+                found.append(HeldState.from_json(raw, where=f"table {self.path}"))
+            if complete:
+                return found
+            depth *= 10  # a long run of ingests since the last release: look further back
+
+    def last_ingest_state(self, partition: str, *, depth: int = _HISTORY_DEPTH) -> HeldState | None:
+        """The state of the newest ingest commit of ``partition`` among the last ``depth`` commits,
+        or None if it is older, absent, or a foreign commit may have changed rows since."""
+        for commit in self.history(depth):
+            raw = parse_state(commit.get("userMetadata"))
+            if raw is None:
+                if commit.get("operation") in _ROW_PRESERVING:
+                    continue
+                return None
+            if raw.get("op") == "ingest" and raw.get("partition") == partition:
+                return HeldState.from_json(raw, where=f"table {self.path}")
+        return None
+
+    def committed_version(self, token: str, *, after: int | None) -> int:
+        """The version of the commit whose state carries ``token`` (made after version
+        ``after``); raises `SkippedCommit` if there is none: Delta skipped it as already
+        applied, or another writer's commit replaced it."""
+        newest = self.version if self.version is not None else -1
+        depth = newest - (-1 if after is None else after)
+        for commit in self.history(max(depth, 1)):
+            state = parse_state(commit.get("userMetadata"))
+            if state is not None and state.get("token") == token:
+                return int(commit["version"])
+        raise SkippedCommit(f"{self.path}: commit {token} did not land (versions after {after} hold none)")
+
+    def last_commit_metrics(self) -> dict[str, int]:
+        """The newest commit's operationMetrics (rows inserted, updated, deleted ...)."""
+        commits = self.history(1)
+        metrics = (commits[0].get("operationMetrics") if commits else None) or {}
+        return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
+
+    # -- files ---------------------------------------------------------------------
+
+    def _add_actions(self) -> dict[str, list]:
+        if self.table is None:
+            return {}
+        return pa.table(self.table.get_add_actions(flatten=True)).to_pydict()
+
+    def held_files(self, tiers: Iterable[str]) -> list[HeldFile]:
+        """The held table's current files with the statistics a release needs."""
+        actions = self._add_actions()
+        n = len(actions.get("path", []))
+
+        def column(name: str) -> list:
+            return actions.get(name, [None] * n)
+
+        tiers = list(tiers)
+        partitions = column(f"partition.{C.PARTITION}")
+        records = column("num_records")
+        seq_min, seq_max = column(f"min.{C.SEQ}"), column(f"max.{C.SEQ}")
+        stats = {t: (column(f"min.{C.tau(t)}"), column(f"max.{C.tau(t)}"), column(f"max.{C.last(t)}")) for t in tiers}
+        return [
+            HeldFile(
+                partition=partitions[i], records=records[i], seq_min=seq_min[i], seq_max=seq_max[i],
+                tau_min={t: stats[t][0][i] for t in tiers},
+                tau_max={t: stats[t][1][i] for t in tiers},
+                last_max={t: stats[t][2][i] for t in tiers},
+            )
+            for i in range(n)
+        ]
+
+    def partitions(self) -> set[str]:
+        """Partitions the table has files in (from the log, no data read)."""
+        return set(self._add_actions().get(f"partition.{C.PARTITION}", []))
+
+    def max_file_seq(self) -> int | None:
+        """The greatest ``_wl_seq`` among the held table's files, from their statistics."""
+        values = [v for v in self._add_actions().get(f"max.{C.SEQ}", []) if v is not None]
+        return max(values) if values else None
+
+    def row_count(self, partitions: Iterable[str] | None = None) -> int | None:
+        """Rows in this version (of ``partitions`` only, when given), from the files' statistics;
+        None without a table or when a file has no statistics."""
+        if self.table is None:
+            return None
+        actions = self._add_actions()
+        counts = actions.get("num_records", [])
+        if partitions is not None:
+            wanted = set(partitions)
+            where = actions.get(f"partition.{C.PARTITION}", [None] * len(counts))
+            counts = [n for n, part in zip(counts, where) if part in wanted]
+        if any(c is None for c in counts):  # files written without statistics
+            return None
+        return int(sum(counts))
+
+    def schema_json(self) -> str | None:
+        """The table's schema as Delta's JSON (None if there is no table)."""
+        return None if self.table is None else self.table.schema().to_json()
+
+    def columns(self) -> list[tuple[str, str]]:
+        """``(name, type)`` of the table's columns (types as Delta names them); empty without a table."""
+        if self.table is None:
+            return []
+        return [(f.name, str(getattr(f.type, "type", None) or f.type)) for f in self.table.schema().fields]
+
+    def to_arrow(self, columns: list[str] | None = None) -> pa.Table:
+        """This version's rows (the whole table: for small tables and tests)."""
+        if self.table is None:
+            raise WaterlineError(f"table {self.path}: no Delta table there")
+        return self.table.to_pyarrow_table(columns=columns)

@@ -1,0 +1,286 @@
+"""A local Spark standalone cluster and Spark Connect server, from the pip-installed pyspark.
+
+``waterline spark start|stop|status`` and the tests' session fixtures use this:
+on 127.0.0.1 only, a standalone master, N workers and a Spark Connect server
+(with the Delta jars and conf), each in its own process group, on free ports
+(or the ones given). Logs, pid files and ``cluster.json`` (URLs, pids) live
+under the state folder (default ``.waterline/spark``), never in site-packages.
+The pyspark wheel ships ``bin/spark-class`` and ``bin/spark-submit`` but no
+``sbin/start-*.sh``, so the daemons are started by class name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from importlib.util import find_spec
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from waterline.engine.log import storage
+from waterline.engine.log.spark_config import DELTA_CONF, delta_jars
+from waterline.errors import WaterlineError
+
+DEFAULT_STATE_DIR = ".waterline/spark"
+HOST = "127.0.0.1"
+_STATE_FILE = "cluster.json"
+_CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+@dataclass
+class ClusterState:
+    """What `start` started: URLs and the process-group leaders' pids."""
+
+    state_dir: str
+    master_url: str | None = None
+    master_ui: str | None = None
+    connect_url: str | None = None
+    pids: dict[str, int] = field(default_factory=dict)
+
+    def save(self) -> None:
+        Path(self.state_dir, _STATE_FILE).write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, state_dir: str | Path = DEFAULT_STATE_DIR) -> ClusterState | None:
+        path = Path(state_dir, _STATE_FILE)
+        return cls(**json.loads(path.read_text())) if path.exists() else None
+
+    def alive(self) -> dict[str, bool]:
+        return {name: _alive(pid) for name, pid in self.pids.items()}
+
+
+def spark_home() -> Path:
+    """The pip-installed pyspark folder (it holds bin/ and jars/); found without importing pyspark."""
+    spec = find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise WaterlineError("pyspark is not installed: run `make setup`")
+    return Path(spec.origin).parent
+
+
+def free_port() -> int:
+    """A port nobody listens on at 127.0.0.1 now (other engineers' servers share the host)."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def start(
+    state_dir: str | Path = DEFAULT_STATE_DIR,
+    *,
+    workers: int = 2,
+    worker_cores: int = 1,
+    worker_memory: str = "1g",
+    master_port: int | None = None,
+    connect: bool = True,
+    connect_port: int | None = None,
+    connect_master: str = "local[2]",
+    timeout: float = 120.0,
+) -> ClusterState:
+    """Start a master + ``workers`` workers (if ``workers`` > 0) and a Connect server (if ``connect``).
+
+    ``connect_master`` is the Connect server's own master: ``local[2]`` (default) or
+    ``"cluster"`` for the standalone master started here. Waits until the workers
+    registered and the Connect port accepts connections; on failure stops what it
+    started and raises with the log's last line.
+    """
+    state_dir = Path(state_dir).absolute()
+    existing = ClusterState.load(state_dir)
+    if existing and any(existing.alive().values()):
+        raise WaterlineError(f"a local Spark cluster is already running from {state_dir}: `waterline spark stop` first")
+    (state_dir / "logs").mkdir(parents=True, exist_ok=True)
+    state = ClusterState(state_dir=str(state_dir))
+    try:
+        if workers:
+            _start_master(state, master_port or free_port())
+            for i in range(workers):
+                _start_worker(state, i, worker_cores, worker_memory)
+            _wait(lambda: _alive_workers(state) >= workers, timeout, state, "master", f"{workers} workers to register")
+        if connect:
+            if connect_master == "cluster" and not state.master_url:
+                raise WaterlineError("connect_master 'cluster' needs workers > 0")
+            master = state.master_url if connect_master == "cluster" else connect_master
+            port = connect_port or free_port()
+            _start_connect(state, port, master)
+            _wait(lambda: _port_open(port), timeout, state, "connect", f"Spark Connect on port {port}")
+    except BaseException:
+        stop(state_dir, state=state)
+        raise
+    state.save()
+    return state
+
+
+def stop(state_dir: str | Path = DEFAULT_STATE_DIR, *, state: ClusterState | None = None) -> list[str]:
+    """Stop every process group `start` started (SIGTERM, then SIGKILL); returns their names."""
+    state = state or ClusterState.load(state_dir)
+    if state is None:
+        return []
+    # Connect first, workers before the master: each stops cleanly while the others still run.
+    order = sorted(state.pids, key=lambda n: (not n.startswith("connect"), not n.startswith("worker"), n))
+    stopped = []
+    for name in order:
+        if _kill_group(state.pids[name]):
+            stopped.append(name)
+    path = Path(state.state_dir, _STATE_FILE)
+    if path.exists():
+        path.unlink()
+    for pid_file in Path(state.state_dir).glob("*.pid"):
+        pid_file.unlink()
+    return stopped
+
+
+def describe(state: ClusterState | None) -> list[str]:
+    """`waterline spark status` lines: URLs and which processes are alive."""
+    if state is None:
+        return ["no local Spark cluster started (waterline spark start)"]
+    lines = []
+    if state.master_url:
+        lines += [f"master   {state.master_url}   (ui {state.master_ui})",
+                  f"         export WATERLINE_SPARK_MASTER={state.master_url}"]
+    if state.connect_url:
+        lines += [f"connect  {state.connect_url}",
+                  f"         export WATERLINE_SPARK_REMOTE={state.connect_url}"]
+    for name, up in state.alive().items():
+        lines.append(f"{name:8} pid {state.pids[name]:<8} {'running' if up else 'NOT RUNNING'}")
+    lines.append(f"logs     {Path(state.state_dir, 'logs')}")
+    return lines
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=HOST, PYSPARK_PYTHON=sys.executable,
+               SPARK_NO_DAEMONIZE="1")
+    env.pop("SPARK_REMOTE", None)
+    return env
+
+
+def _spawn(state: ClusterState, name: str, argv: list[str]) -> None:
+    log = open(Path(state.state_dir, "logs", f"{name}.log"), "ab")
+    # Own session, so `stop` signals the whole group (spark-class execs java; executors are children).
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=_env(), cwd=state.state_dir, start_new_session=True)
+    log.close()
+    state.pids[name] = proc.pid
+    Path(state.state_dir, f"{name}.pid").write_text(str(proc.pid))
+
+
+def _start_master(state: ClusterState, port: int) -> None:
+    ui = free_port()
+    _spawn(state, "master", [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                             "--host", HOST, "--port", str(port), "--webui-port", str(ui)])
+    state.master_url, state.master_ui = f"spark://{HOST}:{port}", f"http://{HOST}:{ui}"
+    _wait(lambda: _port_open(port), 60, state, "master", f"the master on port {port}")
+
+
+def _start_worker(state: ClusterState, i: int, cores: int, memory: str) -> None:
+    work = Path(state.state_dir, f"work-{i}")
+    work.mkdir(exist_ok=True)
+    _spawn(state, f"worker-{i}", [
+        str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
+        "--host", HOST, "--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory,
+        "--work-dir", str(work), state.master_url,
+    ])
+
+
+def _start_connect(state: ClusterState, port: int, master: str) -> None:
+    conf = {
+        **DELTA_CONF,
+        # s3a:// endpoint and credentials from this environment's AWS variables: a
+        # Connect client cannot set Hadoop filesystem conf after the server started.
+        **storage.spark_conf(),
+        "spark.connect.grpc.binding.address": HOST,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": HOST,
+        "spark.driver.bindAddress": HOST,
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",  # a few cores: Delta's default 50 costs ~10x
+        "spark.databricks.delta.autoCompact.enabled": "false",
+        "spark.sql.warehouse.dir": str(Path(state.state_dir, "spark-warehouse")),
+        "spark.driver.memory": "2g",
+    }
+    # A properties file rather than --conf: S3 secrets stay out of `ps` output.
+    props = Path(state.state_dir, "connect.properties")
+    props.touch(mode=0o600)
+    props.write_text("".join(f"{key}={_escape_property(value)}\n" for key, value in conf.items()))
+    argv = [str(spark_home() / "bin" / "spark-submit"), "--class", _CONNECT_CLASS, "--name", "waterline-connect",
+            "--master", master, "--jars", ",".join(delta_jars()), "--properties-file", str(props)]
+    _spawn(state, "connect", argv)
+    state.connect_url = f"sc://{HOST}:{port}"
+
+
+def _escape_property(value: str) -> str:
+    """A value as java.util.Properties reads it back (backslashes, line breaks, leading blanks)."""
+    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + out if out[:1] in (" ", "\t") else out
+
+
+def _wait(ready, timeout: float, state: ClusterState, name: str, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if name in state.pids and not _alive(state.pids[name]):
+            break
+        time.sleep(0.5)
+    raise WaterlineError(f"waiting for {what} failed: {_last_log_line(state, name)}")
+
+
+def _last_log_line(state: ClusterState, name: str) -> str:
+    path = Path(state.state_dir, "logs", f"{name}.log")
+    lines = [line for line in (path.read_text(errors="replace").splitlines() if path.exists() else []) if line.strip()]
+    errors = [line for line in lines if "ERROR" in line or "Exception" in line]
+    return f"{(errors or lines or ['(no output)'])[-1].strip()} (log: {path})"
+
+
+def _alive_workers(state: ClusterState) -> int:
+    try:
+        with urllib.request.urlopen(f"{state.master_ui}/json/", timeout=2) as response:
+            return int(json.load(response).get("aliveworkers", 0))
+    except (OSError, ValueError):  # not listening yet, or a starting UI answering with its HTML page
+        return 0
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((HOST, port)) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _kill_group(pid: int, grace: float = 15.0) -> bool:
+    """SIGTERM the group led by pid, SIGKILL it after ``grace`` seconds; False if it was gone."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)  # reap our own child, if it is one
+        except ChildProcessError:
+            pass
+        if not _alive(pid):
+            return True
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return True

@@ -1,0 +1,129 @@
+"""Creating a feed's Delta tables (held, tiers) and reading them in Spark."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    NumericType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from waterline.engine.core import columns as C
+from waterline.engine.core.sqltext import delta_path
+from waterline.engine.core.state import TierState
+from waterline.engine.log.storage import is_delta_table
+from waterline.engine.log.table_log import TableLog
+from waterline.engine.spark.commits import commit_state, temporary_conf
+from waterline.spec import FeedSpec
+
+TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_STATS_COLUMNS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
+#: Tier tables keep Delta's change data feed (`Feed.changes`, Delta Sharing's change queries).
+CHANGE_FEED = "delta.enableChangeDataFeed"
+_CHANGE_FEED_DEFAULT = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
+# Types Delta keeps file statistics for (checked with Delta 4.4 and deltalake 1.6).
+_STATS_TYPES = (NumericType, StringType, DateType, TimestampType, TimestampNTZType, BooleanType)
+
+
+def held_stats_columns(spec: FeedSpec, schema: StructType | None = None) -> list[str]:
+    """The held columns releases prune by (ingest sequence, takeover and last boundary per
+    tier), plus one leaf of every struct column of ``schema``.
+
+    The leaves are there for the `deltalake` reader: given a statistics column
+    list, it drops every statistic of a file when a struct column that the list
+    leaves out comes before a listed one (measured with deltalake 1.6), and the
+    release reads its file statistics with it.
+    """
+    columns = [C.SEQ] + [c for t in spec.tiers for c in (C.tau(t), C.last(t))]
+    if schema is not None:
+        columns += [leaf for f in schema.fields if (leaf := _first_leaf(f)) is not None]
+    return columns
+
+
+def _first_leaf(field: StructField) -> str | None:
+    """`a.b.c`: the first field under a struct column, depth first, of a type Delta keeps
+    statistics for, backquoted as needed; None if there is none."""
+    if not isinstance(field.dataType, StructType):
+        return None
+
+    def search(f: StructField, path: list[str]) -> list[str] | None:
+        if isinstance(f.dataType, StructType):
+            for child in f.dataType.fields:
+                if (found := search(child, [*path, f.name])) is not None:
+                    return found
+            return None
+        if isinstance(f.dataType, _STATS_TYPES):
+            return [*path, f.name]
+        return None
+
+    path = search(field, [])
+    if path is None:
+        return None
+    return ".".join(p if _PLAIN.match(p) else "`" + p.replace("`", "``") + "`" for p in path)
+
+
+def creating_held_table(spark: SparkSession, spec: FeedSpec, schema: StructType | None = None):
+    """A held table created inside this block (a context manager) keeps file statistics
+    for the pruning columns only (see :func:`held_stats_columns`).
+
+    Delta collects statistics on the first 32 columns by default, which a wide
+    payload would fill before the system columns; releases depend on these.
+    """
+    return temporary_conf(spark, _STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec, schema)))
+
+
+def payload_schema(df: DataFrame) -> StructType:
+    return StructType([f for f in df.schema.fields if not C.is_system(f.name)])
+
+
+def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType) -> None:
+    """Create missing tier tables, empty, so consumers can read them before any release."""
+    system = StructType.fromDDL(TIER_SYSTEM_COLUMNS)
+    schema = StructType(list(payload.fields) + list(system.fields))
+    for tier in spec.tiers:
+        path = spec.tier_path(tier)
+        if is_delta_table(path):
+            continue
+        with commit_state(spark, TierState(tier=tier, op="create")), \
+                temporary_conf(spark, _CHANGE_FEED_DEFAULT, "true"):  # CDF from the first commit on
+            (
+                spark.createDataFrame([], schema).write.format("delta")
+                .partitionBy(C.PARTITION).mode("error").save(path)  # "error": Connect knows no "errorifexists"
+            )
+
+
+def change_feed_enabled(log: TableLog) -> bool:
+    """Whether the table has Delta's change data feed on (from the log, no JVM)."""
+    return log.exists and log.table.metadata().configuration.get(CHANGE_FEED, "").lower() == "true"
+
+
+def ensure_change_feed(spark: SparkSession, path: str) -> bool:
+    """The migration of tier tables created before they kept a change data feed: turn it on
+    (a property-only commit, carrying no waterline state). True if it was turned on now.
+
+    The release calls it under its lease before its MERGE, so the first release after an
+    upgrade already lands in the feed; versions before it have no change data.
+    """
+    if not is_delta_table(path) or change_feed_enabled(TableLog.open(path)):
+        return False
+    spark.sql(f"ALTER TABLE {delta_path(path)} SET TBLPROPERTIES ('{CHANGE_FEED}' = 'true')")
+    return True
+
+
+def table_schema(log: TableLog) -> StructType:
+    """A Delta table's schema as Spark types, from the log (no JVM, no data read)."""
+    return StructType.fromJson(json.loads(log.schema_json()))
+
+
+def read_delta(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.format("delta").load(path)

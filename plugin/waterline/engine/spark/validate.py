@@ -1,0 +1,107 @@
+"""Row validation at ingest: quarantine reasons, duplicate keys, schema drift."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructType, TimestampNTZType, TimestampType
+
+from waterline.engine.core import columns as C
+from waterline.errors import WaterlineError
+from waterline.spec import FeedSpec
+
+REASON = "_wl_reason"
+MAX_KEYS_IN_ERROR = 10
+
+
+def check_columns(spec: FeedSpec, df: DataFrame) -> None:
+    present = {c.lower() for c in df.columns}
+    for column in (*spec.key, spec.event_time):
+        if column.lower() not in present:
+            what = "event_time" if column == spec.event_time else "key"
+            raise WaterlineError(
+                f"feed {spec.feed}: {what} column `{column}` is not in the output "
+                f"(columns: {', '.join(df.columns)})"
+            )
+
+
+def parse_event_time(spec: FeedSpec, df: DataFrame) -> DataFrame:
+    """Event times given as text are parsed; unparseable ones become NULL and are quarantined.
+
+    Text without an explicit offset is read in the spec's `timezone`; the Spark
+    session itself stays in UTC so that interval arithmetic in policies is exact.
+    The original text is kept in `_wl_event_text` so the quarantine can tell
+    "missing" from "unparseable".
+    """
+    column = F.col(spec.event_time)
+    kind = df.schema[spec.event_time].dataType
+    if isinstance(kind, TimestampType):
+        return df.withColumn("_wl_event_text", F.lit(None).cast("string"))
+    if isinstance(kind, TimestampNTZType):
+        return df.withColumn("_wl_event_text", F.lit(None).cast("string")).withColumn(
+            spec.event_time, F.to_utc_timestamp(column.cast("timestamp"), spec.timezone)
+        )
+    if not isinstance(kind, StringType):
+        raise WaterlineError(
+            f"feed {spec.feed}: event_time column `{spec.event_time}` is {kind.simpleString()}, "
+            f"not a timestamp (convert it in the transform, e.g. timestamp_millis(...))"
+        )
+    text = F.trim(column)
+    parsed = F.expr(f"try_to_timestamp(trim(`{spec.event_time}`))")
+    if spec.timezone != "UTC":
+        has_offset = text.rlike(r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$")
+        parsed = F.when(has_offset, parsed).otherwise(F.to_utc_timestamp(parsed, spec.timezone))
+    return df.withColumn("_wl_event_text", column).withColumn(spec.event_time, parsed)
+
+
+def reason_column(spec: FeedSpec, late_before_us: int | None) -> Column:
+    """Why a row is invalid (NULL when valid), in the order a user would fix them."""
+    reason = F.lit(None).cast("string")
+    if late_before_us is not None and spec.late in ("drop", "quarantine"):
+        late = F.expr(f"unix_micros(`{spec.event_time}`) < {late_before_us}")
+        reason = F.when(late, F.lit("late: event_time below the event waterline")).otherwise(reason)
+    event = F.col(spec.event_time)
+    reason = F.when(
+        event.isNull() & F.col("_wl_event_text").isNotNull(),
+        F.concat(F.lit("unparseable event_time: "), F.col("_wl_event_text")),
+    ).otherwise(reason)
+    reason = F.when(event.isNull() & F.col("_wl_event_text").isNull(), F.lit("null event_time")).otherwise(reason)
+    for key in reversed(spec.key):
+        reason = F.when(F.col(key).isNull(), F.lit(f"null key column {key}")).otherwise(reason)
+    return reason
+
+
+def check_duplicates(spec: FeedSpec, partition: str, valid: DataFrame) -> None:
+    """Duplicate identities in one partition's output fail the ingest before anything is written."""
+    dups = (
+        valid.groupBy(*spec.key).agg(F.count(F.lit(1)).alias("_n")).filter("_n > 1")
+        .limit(MAX_KEYS_IN_ERROR + 1).collect()
+    )
+    if dups:
+        shown = ", ".join(
+            "(" + ", ".join(f"{k}={row[k]!r}" for k in spec.key) + f") x{row['_n']}"
+            for row in dups[:MAX_KEYS_IN_ERROR]
+        )
+        more = " and more" if len(dups) > MAX_KEYS_IN_ERROR else ""
+        raise WaterlineError(
+            f"feed {spec.feed}: partition {partition}: duplicate keys {list(spec.key)} in the output: "
+            f"{shown}{more}; nothing was written"
+        )
+
+
+def check_schema(spec: FeedSpec, held: StructType, output: StructType) -> None:
+    """The output's columns must match the held table's: drift is an error naming the columns."""
+    before = {f.name: f.dataType.simpleString() for f in held.fields if not C.is_system(f.name)}
+    after = {f.name: f.dataType.simpleString() for f in output.fields if not C.is_system(f.name)}
+    if before == after:
+        return
+    added = sorted(set(after) - set(before))
+    dropped = sorted(set(before) - set(after))
+    changed = sorted(f"{c}: {before[c]} -> {after[c]}" for c in set(before) & set(after) if before[c] != after[c])
+    parts = [f"added {added}" if added else "", f"removed {dropped}" if dropped else "",
+             f"changed {changed}" if changed else ""]
+    raise WaterlineError(
+        f"feed {spec.feed}: output schema differs from the held table's: "
+        + "; ".join(p for p in parts if p)
+        + " (schema evolution is not supported yet: write to a new warehouse or keep the columns)"
+    )

@@ -1,0 +1,335 @@
+"""`waterline.Feed`: one feed, its tables, and everything a user does with them.
+
+    import waterline
+    feed = waterline.load("feeds/ticks.yaml")
+    feed.ingest("2026-01-05")          # Spark starts here, not before
+    feed.release()
+    feed.read("delayed_15m")           # a pyarrow Table, read with deltalake
+    feed.status()                      # per tier: W_T, lag, pending, next due
+
+The CLI, the Dagster assets, sensor and checks, the Airflow operators and
+trigger, and notebooks all go through this class, so they cannot drift apart.
+Methods that only read Delta logs (`plan`, `status`, `due`, `read`) never
+start a JVM nor import pyspark; the others start Spark lazily, once, from the
+spec's ``spark:`` key (``WATERLINE_SPARK_MASTER``/``_REMOTE`` override it) or
+from the ``spark`` argument.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import pyarrow as pa
+from tqdm import tqdm
+
+from waterline.clock import Clock, SystemClock, duration_us, format_instant, parse_duration, parse_instant, to_us
+from waterline.engine.core.due import DueMoments, due_moments
+from waterline.engine.core.results import (
+    FeedPlan, GcResult, IngestResult, ReleaseResult, TierAudit, WaterlineHistory,
+)
+from waterline.engine.core.state import TierState
+from waterline.engine.core.status import FeedStatus
+from waterline.engine.log.spark_config import SessionConfig
+from waterline.engine.log.status import read_feed_status, waterline_history
+from waterline.engine.log.table_log import TableLog
+from waterline.errors import WaterlineError
+from waterline.policy import check_policy_columns, compile_policy
+from waterline.spec import FeedSpec, load_spec
+from waterline.spec.columns import output_columns
+
+if TYPE_CHECKING:  # the Spark room's types, for annotations only: importing it loads pyspark
+    from pyspark.sql import SparkSession
+
+    from waterline.engine.spark.prearmed import ReleaseRun
+
+Instant = int | str | datetime
+"""An instant: µs since the epoch (UTC), an ISO-8601 text (``2026-01-05T13:30:00Z``, ``now - 5m``) or a datetime."""
+
+
+def load(path: str | Path, *, warehouse: str | Path | None = None, spark: Any = None,
+         clock: Clock | None = None, base_dir: str | Path | None = None, quiet: bool = True) -> "Feed":
+    """The feed of the spec YAML at ``path``.
+
+    ``warehouse`` replaces the spec's (relative paths resolve against ``base_dir``,
+    default the working directory). ``spark`` is a running `SparkSession`, a master
+    URL (``local[4]``, ``spark://host:7077``) or a Spark Connect URL (``sc://host:15002``);
+    None follows the spec's ``spark:`` key and the environment. ``clock`` is the
+    trusted clock (default: the system's UTC clock). ``quiet``: see `Feed`.
+    """
+    overrides = {"warehouse": str(warehouse)} if warehouse is not None else None
+    return Feed(load_spec(path, base_dir=base_dir, overrides=overrides), spark=spark, clock=clock, quiet=quiet)
+
+
+def _spark_room():
+    """The engine's Spark room. Imported on the first operation that needs Spark only:
+    it loads pyspark, which the JVM-free methods (and the sensor and trigger) must not."""
+    from waterline.engine.spark import operations  # lazy: loads pyspark (see the docstring)
+
+    return operations
+
+
+class Feed:
+    """A feed: its validated spec, its Delta tables and the operations on them.
+
+    :param spec: the feed spec (see `waterline.spec`; `load` reads one from YAML).
+    :param spark: a running session, a master or ``sc://`` URL, a `SessionConfig`,
+        or None (the spec's ``spark:`` key, overridden by the environment).
+    :param clock: the trusted clock; releases never go past it.
+    :param quiet: a JVM this feed starts writes its own output to a log file
+        (`waterline.engine.spark.jvm_log`), not to this process's stderr.
+    """
+
+    def __init__(self, spec: FeedSpec, *, spark: Any = None, clock: Clock | None = None,
+                 quiet: bool = True) -> None:
+        self.spec = spec
+        self.clock = clock or SystemClock()
+        self.quiet = quiet
+        self.jvm_log: Path | None = None
+        self._session: Any = None
+        self._config: SessionConfig | None = None
+        if isinstance(spark, str):
+            self._config = SessionConfig(remote=spark) if spark.startswith("sc://") else SessionConfig(master=spark)
+        elif isinstance(spark, SessionConfig):
+            self._config = spark
+        else:
+            self._session = spark
+
+    def __repr__(self) -> str:
+        return f"Feed({self.spec.feed!r}, warehouse={str(self.spec.warehouse)!r}, tiers={list(self.spec.tiers)})"
+
+    # -- names and places ------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.spec.feed
+
+    @property
+    def tiers(self) -> dict[str, str]:
+        """Tier name -> release policy, in the spec's order."""
+        return dict(self.spec.tiers)
+
+    def tier_path(self, tier: str) -> str:
+        """The Delta table subscribers of ``tier`` read."""
+        return self.spec.tier_path(self._tier(tier))
+
+    def _tier(self, tier: str) -> str:
+        if tier not in self.spec.tiers:
+            raise WaterlineError(f"feed {self.name}: unknown tier {tier!r} (tiers: {', '.join(self.spec.tiers)})")
+        return tier
+
+    # -- Spark, on first use -----------------------------------------------------------
+
+    @property
+    def spark(self) -> "SparkSession":
+        """The feed's Spark session, started on first use."""
+        if self._session is None:
+            room = _spark_room()
+            self._session, self.jvm_log = room.quiet_session(self.session_config(), quiet=self.quiet)
+        return self._session
+
+    @property
+    def spark_started(self) -> bool:
+        return self._session is not None
+
+    def session_config(self) -> SessionConfig:
+        """Where this feed's Spark runs: the ``spark`` argument, else the spec's key and the environment."""
+        return self._config or SessionConfig.for_spec(self.spec.spark)
+
+    # -- no Spark ------------------------------------------------------------------
+
+    def plan(self, tier: str | None = None, *, partition: str | None = None) -> FeedPlan:
+        """Each tier's compiled release plan (branches of guard, start, end).
+
+        Policies may name only columns the feed produces: checked without Spark
+        when the transform's select list (or the source's declared schema) names
+        them, and against a partition's real output with ``partition`` (starts Spark).
+        """
+        tiers = {self._tier(tier): self.spec.tiers[tier]} if tier else dict(self.spec.tiers)
+        plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
+        known = output_columns(self.spec)
+        if known.names is not None:
+            for name, policy in tiers.items():
+                check_policy_columns(policy, known.names, tier=name)
+            checked, complete = f"columns checked against {known.source}", True
+        else:
+            checked, complete = f"columns not checked: {known.source}", False
+        if partition is not None:
+            key = self._partition(partition)
+            room = _spark_room()
+            room.compile_tiers(self.spark, self.spec, room.read_output(self.spark, self.spec, key))
+            checked, complete = f"columns and types checked against the output of partition {key}", True
+        return FeedPlan(feed=self.name, policies=tiers, plans=plans, checked=checked, columns_checked=complete)
+
+    def status(self) -> FeedStatus:
+        """Per tier: W_T, lag behind the trusted clock, pending versions, next due moment, hold
+        (the numbers `waterline status` prints), from the Delta logs alone."""
+        return read_feed_status(self.spec, clock=self.clock)
+
+    def due(self) -> DueMoments:
+        """Whether a release is due now, or a due moment is near enough to start a run that
+        waits for it (the question the Dagster sensor and the Airflow trigger ask)."""
+        return due_moments(self.spec, self.status())
+
+    def read(self, tier: str, as_of: int | str | datetime | None = None,
+             columns: list[str] | None = None) -> pa.Table:
+        """What tier ``tier`` holds, as a pyarrow Table (read with ``deltalake``, no Spark).
+
+        ``as_of``: None for now; an ``int`` tier table version; an instant (ISO-8601
+        text or a datetime) for what the tier showed when its W_T was at that instant
+        (the newest retained version whose W_T is at or before it).
+        """
+        path = self.tier_path(tier)
+        if as_of is None:
+            log = TableLog.open(path)
+        elif isinstance(as_of, int) and not isinstance(as_of, bool):
+            log = TableLog.open(path, version=as_of)
+        else:
+            log = TableLog.open(path, version=self._version_at(tier, self._instant(as_of, "as_of")))
+        if not log.exists:
+            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: ingest a partition first")
+        return log.to_arrow(columns)
+
+    def changes(self, tier: str, since: int | None = None) -> pa.Table:
+        """The tier's change data feed from table version ``since`` (None: its first version), as a
+        pyarrow Table (read with ``deltalake``, no Spark): the columns of the tier plus Delta's
+        ``_change_type`` (insert, update_preimage, update_postimage, delete), ``_commit_version``
+        and ``_commit_timestamp``. Expiry and removals are deletes. Versions written before the
+        tier kept a change feed have none: pass ``since`` at or after the first that does."""
+        path = self.tier_path(tier)
+        log = TableLog.open(path)
+        if not log.exists:
+            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: ingest a partition first")
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
+            raise WaterlineError(f"feed {self.name}: changes since={since!r}: expected a table version (int >= 0)")
+        start = 0 if since is None else since
+        if start > log.version:  # nothing since: an empty table with the feed's columns
+            return pa.table(log.table.load_cdf(starting_version=log.version, ending_version=log.version)
+                            .read_all()).slice(0, 0)
+        try:
+            return pa.table(log.table.load_cdf(starting_version=start, ending_version=log.version).read_all())
+        except Exception as exc:  # deltalake: CDF not enabled, or versions cleaned up
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise WaterlineError(f"feed {self.name}: tier {tier}: no change data since version {start}: {first}") from None
+
+    def waterline_history(self, tier: str) -> WaterlineHistory:
+        """W_T over the tier's retained commits (the monotonic-waterline invariant), no Spark."""
+        return waterline_history(self.spec, self._tier(tier))
+
+    def _version_at(self, tier: str, instant_us: int) -> int:
+        states = TableLog.open(self.spec.tier_path(tier)).waterline_states()
+        at = [version for version, state in states if state.get("w") is not None and state["w"] <= instant_us]
+        if not at:
+            raise WaterlineError(
+                f"feed {self.name}: tier {tier} has no retained version with W_T at or before "
+                f"{format_instant(instant_us)} (released later, or its log was cleaned up)")
+        return max(at)
+
+    # -- Spark -----------------------------------------------------------------------
+
+    def ingest(self, partition: str) -> IngestResult:
+        """Process ``partition`` and append what changed to the held table as versions."""
+        return _spark_room().ingest(self.spark, self.spec, self._partition(partition), clock=self.clock)
+
+    def backfill(self, first: str, last: str, *, progress: bool | Callable[[IngestResult], None] = True
+                 ) -> list[IngestResult]:
+        """Ingest the partitions from ``first`` to ``last`` (inclusive), in order.
+
+        ``progress``: True shows a progress bar on stderr, a callable receives each result.
+        """
+        keys = self.partitions(first, last)
+        results = []
+        bar = tqdm(keys, desc=f"backfill {self.name}", unit="partition", file=sys.stderr,
+                   disable=progress is not True)
+        for key in bar:
+            bar.set_postfix_str(key, refresh=False)
+            result = self.ingest(key)
+            results.append(result)
+            if callable(progress):
+                progress(result)
+        return results
+
+    def partitions(self, first: str, last: str) -> list[str]:
+        """The partition keys from ``first`` to ``last`` (inclusive), checked against the scheme."""
+        first, last = self._partition(first, "first"), self._partition(last, "last")
+        keys = self.spec.partitions.keys(first, last)
+        if not keys:
+            raise WaterlineError(f"feed {self.name}: no partitions from {first} to {last}")
+        return keys
+
+    def release(self, as_of: Instant | None = None, *, wait_until_due: bool = False,
+                max_wait: str | int | timedelta | None = None) -> ReleaseResult:
+        """Advance every tier not on hold to W = min(``as_of``, the trusted clock, the mode's W)
+        and publish what became due.
+
+        ``wait_until_due``: start Spark now, wait on the trusted clock for the next due
+        moment, release at it (``max_wait``: give up waiting after this long, e.g.
+        ``"5 minutes"`` or µs, and release up to the clock).
+        """
+        if max_wait is not None and not wait_until_due:
+            raise WaterlineError("release: max_wait needs wait_until_due")
+        if as_of is not None and wait_until_due:
+            raise WaterlineError("release: as_of and wait_until_due exclude each other (the due moment is the as-of)")
+        room = _spark_room()
+        if wait_until_due:
+            limit = max_wait if max_wait is None or isinstance(max_wait, int) else duration_us(parse_duration(max_wait))
+            done = room.release_when_due(self.spark, self.spec, max_wait_us=limit, clock=self.clock)
+            return done.result if done.due_us is None else _waited(done.result, done.due_us, done.reached)
+        as_of_us = None if as_of is None else self._instant(as_of, "as_of")
+        return room.release(self.spark, self.spec, as_of_us=as_of_us, clock=self.clock)
+
+    def release_run(self, due_us: int | None) -> "ReleaseRun":
+        """One orchestrated release run for ``due_us`` (from `due`; None: release now): waits on
+        the trusted clock for a moment still ahead, releases, and when it waited also releases
+        the moments that follow within ``release_lead_seconds``. The Dagster release asset and
+        the Airflow release operator call this."""
+        return _spark_room().release_run(self.spark, self.spec, due_us=due_us, clock=self.clock)
+
+    def hold(self, tier: str) -> TierState:
+        """Stop releasing ``tier``: it keeps its rows and W_T until resumed."""
+        return _spark_room().hold(self.spark, self.spec, self._tier(tier))
+
+    def resume(self, tier: str) -> TierState:
+        """Release ``tier`` again; the next release catches it up."""
+        return _spark_room().resume(self.spark, self.spec, self._tier(tier))
+
+    def audit(self, tiers: list[str] | None = None) -> dict[str, TierAudit]:
+        """Check each tier (all by default) at the version carrying its W_T: every row visible at
+        W_T under the tier's policy, W_T not ahead of the trusted clock, identities unique."""
+        room = _spark_room()
+        out, plans = {}, None
+        for tier in tiers if tiers is not None else self.spec.tiers:
+            out[tier], plans = room.audit_tier(self.spark, self.spec, self._tier(tier), clock=self.clock, plans=plans)
+        return out
+
+    def gc(self) -> GcResult:
+        """Drop held versions that can never change a tier again, and compact the held table."""
+        return _spark_room().gc(self.spark, self.spec)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _partition(self, key: str, what: str = "partition") -> str:
+        try:
+            return self.spec.partitions.validate(str(key))
+        except WaterlineError as exc:
+            raise WaterlineError(f"{what}: {exc}") from None
+
+    def _instant(self, value: Instant, what: str) -> int:
+        if isinstance(value, datetime):
+            return to_us(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return parse_instant(value, now_us=self.clock.now_us)
+        except WaterlineError as exc:
+            raise WaterlineError(f"{what}: {exc}") from None
+
+
+def _waited(result: ReleaseResult, due_us: int, reached: bool) -> ReleaseResult:
+    return replace(result, waited_for_us=due_us, reached=reached)
+
+
+__all__ = ["Feed", "Instant", "load"]

@@ -1,0 +1,182 @@
+"""Parsers of the spec's structured keys (partitions, sources, waterline, tiers, audiences,
+warehouse): raw YAML values in, model objects out, errors through a `SpecChecker`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from waterline.spec.checker import SOURCE_KEYS, WATERLINE_KEYS, SpecChecker, describe
+from waterline.spec.model import (
+    DEFAULT_SOURCE,
+    PATH_PLACEHOLDERS,
+    SOURCE_FORMATS,
+    WATERLINE_MODES,
+    SourceSpec,
+    WaterlineSpec,
+)
+from waterline.spec.partitions import PARTITION_KINDS, PartitionScheme, normalise_time_key
+
+def parse_partitions(check: SpecChecker, value: Any) -> PartitionScheme:
+    value = check.mapping(value, "partitions", "one of {daily: {start: ...}}, {hourly: {start: ...}}, {static: [...]}")
+    check.only_keys(value, PARTITION_KINDS, "partitions")
+    if len(value) != 1:
+        check.fail("partitions", f"expected exactly one of {', '.join(PARTITION_KINDS)}, got {len(value)}")
+    kind, body = next(iter(value.items()))
+    path = f"partitions.{kind}"
+    if kind == "static":
+        if not isinstance(body, list) or not body:
+            check.fail(path, f"expected a non-empty list of partition values, got {describe(body)}")
+        values = []
+        for i, item in enumerate(body):
+            if isinstance(item, bool) or not isinstance(item, (str, int)):
+                check.fail(f"{path}[{i}]", f"expected a string, got {describe(item)}")
+            item = str(item)
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$", item):
+                check.fail(f"{path}[{i}]", f"static partition values must match [A-Za-z0-9][A-Za-z0-9_.=-]* (used in paths), got {item!r}")
+            if item in values:
+                check.fail(f"{path}[{i}]", f"duplicate value {item!r}")
+            values.append(item)
+        return PartitionScheme(kind="static", values=tuple(values), origin=check.origin)
+    body = check.mapping(body, path, "a mapping {start: ..., end: ...}")
+    check.only_keys(body, ("start", "end"), path)
+    if "start" not in body:
+        check.fail(f"{path}.start", "required key is missing")
+    bounds = {}
+    for bound in ("start", "end"):
+        if body.get(bound) is None:
+            continue
+        try:
+            bounds[bound] = normalise_time_key(kind, body[bound])
+        except ValueError as exc:
+            check.fail(f"{path}.{bound}", str(exc))
+    if "end" in bounds and bounds["end"] < bounds["start"]:  # keys sort chronologically
+        check.fail(f"{path}.end", f"{bounds['end']} is before start {bounds['start']}")
+    return PartitionScheme(kind=kind, start=bounds["start"], end=bounds.get("end"), origin=check.origin)
+
+
+def parse_sources(check: SpecChecker, data: Mapping, base: Path, kind: str) -> dict[str, SourceSpec]:
+    if ("source" in data) == ("sources" in data):
+        check.fail("source", "give exactly one of `source` (one input) or `sources` (named inputs)")
+    if "source" in data:
+        return {DEFAULT_SOURCE: parse_source(check, data["source"], "source", base, kind)}
+    named = check.mapping(data["sources"], "sources", "a mapping of source name -> source")
+    if not named:
+        check.fail("sources", "expected at least one source")
+    if len(named) > 1 and DEFAULT_SOURCE in named:
+        check.fail(f"sources.{DEFAULT_SOURCE}", "the view `source` is the union of all sources; name this source otherwise")
+    return {
+        check.name(name, f"sources.{name}", "source"): parse_source(check, body, f"sources.{name}", base, kind)
+        for name, body in named.items()
+    }
+
+
+def parse_source(check: SpecChecker, value: Any, path: str, base: Path, kind: str) -> SourceSpec:
+    value = check.mapping(value, path, "a mapping {format: ..., path: ...}")
+    check.only_keys(value, SOURCE_KEYS, path)
+    for key in ("format", "path"):
+        if key not in value:
+            check.fail(f"{path}.{key}", "required key is missing")
+    fmt = check.choice(value["format"], SOURCE_FORMATS, f"{path}.format")
+    template = check.text(value["path"], f"{path}.path").strip()
+    options_in = check.mapping(value.get("options") or {}, f"{path}.options")
+    options = {}
+    for key, option in options_in.items():
+        if isinstance(option, bool):
+            options[key] = "true" if option else "false"  # Spark's spelling
+        elif isinstance(option, (str, int, float)):
+            options[key] = str(option)
+        else:
+            check.fail(f"{path}.options.{key}", f"expected a string, number or boolean, got {describe(option)}")
+    source = SourceSpec(format=fmt, path=template, options=options)
+    try:
+        names = source.placeholders()
+    except ValueError as exc:
+        check.fail(f"{path}.path", f"bad placeholder in {template!r}: {exc}")
+    allowed = PATH_PLACEHOLDERS[kind]
+    for name in names:
+        if name not in allowed:
+            check.fail(f"{path}.path", f"unknown placeholder {{{name}}} for {kind} partitions (allowed: {', '.join('{' + a + '}' for a in allowed)})")
+    if not names and fmt != "delta":
+        check.fail(f"{path}.path", "a file source needs a {partition} placeholder, or every partition would read the same files")
+    if "{partition}" in template and kind == "hourly" and "://" not in template:
+        check.fail(f"{path}.path", "hourly keys contain ':', which Hadoop paths cannot hold; use {date}/{hour}")
+    return SourceSpec(format=fmt, path=resolve_path(template, base), options=options)
+
+
+def parse_waterline(check: SpecChecker, value: Any) -> WaterlineSpec:
+    value = check.mapping(value, "waterline", "a mapping {mode: clock} or {mode: event, lateness: ...}")
+    check.only_keys(value, WATERLINE_KEYS, "waterline")
+    mode = check.choice(value.get("mode", "clock"), WATERLINE_MODES, "waterline.mode")
+    if mode == "clock":
+        for key in ("lateness", "idle_after"):
+            if key in value:
+                check.fail(f"waterline.{key}", "only applies to mode event")
+        return WaterlineSpec(mode="clock")
+    lateness = check.duration(value.get("lateness", "0 seconds"), "waterline.lateness")
+    idle_after = value.get("idle_after")
+    if idle_after is not None:
+        idle_after = check.duration(idle_after, "waterline.idle_after")
+        if not idle_after:
+            check.fail("waterline.idle_after", "must be longer than 0 seconds")
+    return WaterlineSpec(mode="event", lateness=lateness, idle_after=idle_after)
+
+
+def parse_tiers(check: SpecChecker, value: Any) -> dict[str, str]:
+    value = check.mapping(value, "tiers", "a mapping of tier name -> policy")
+    if not value:
+        check.fail("tiers", "expected at least one tier")
+    tiers = {}
+    for name, policy in value.items():
+        check.name(name, f"tiers.{name}", "tier")
+        if isinstance(policy, bool):  # unquoted TRUE/FALSE in YAML is a boolean
+            policy = "TRUE" if policy else "FALSE"
+        if not isinstance(policy, str) or not policy.strip():
+            check.fail(f"tiers.{name}", f"expected a policy (a SQL boolean expression string), got {describe(policy)}")
+        tiers[name] = policy.strip()
+    return tiers
+
+
+def parse_audiences(check: SpecChecker, value: Any, tiers: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """``{recipient: [tier, ...]}``: who may read which tiers over Delta Sharing."""
+    if value is None:
+        return {}
+    value = check.mapping(value, "audiences", "a mapping of recipient -> list of tiers")
+    audiences: dict[str, tuple[str, ...]] = {}
+    for name, body in value.items():
+        path = f"audiences.{name}"
+        check.name(name, path, "recipient")
+        if isinstance(body, str):  # `acme: delayed_15m` reads naturally for one tier
+            body = [body]
+        if not isinstance(body, list) or not body:
+            check.fail(path, f"expected a non-empty list of tier names, got {describe(body)}")
+        for tier in body:
+            if not isinstance(tier, str) or tier not in tiers:
+                check.fail(path, f"unknown tier {tier!r} (tiers: {', '.join(tiers)})")
+        audiences[name] = tuple(dict.fromkeys(body))
+    return audiences
+
+
+# -- helpers ------------------------------------------------------------------
+
+
+def resolve_path(path: str, base: Path) -> str:
+    """Absolute path for local paths; URIs (``s3://``, ``file:/``) are kept as written."""
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path):
+        return path
+    expanded = Path(path).expanduser()
+    return str(expanded if expanded.is_absolute() else base / expanded)
+
+
+def parse_warehouse(check: SpecChecker, value: Any, base: Path) -> Path | str:
+    """A local folder (absolute Path) or an object-store URI kept as written (``s3a://bucket/prefix``)."""
+    text = check.text(value, "warehouse").strip()
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):/", text)
+    if not match:
+        return Path(resolve_path(text, base))
+    if match.group(1).lower() not in ("s3a", "s3"):
+        check.fail("warehouse", f"expected a local folder or an s3a://bucket/prefix URI, got {text!r}")
+    if not re.match(r"^[A-Za-z0-9+.-]+://[^/]+", text):
+        check.fail("warehouse", f"expected s3a://bucket/prefix, got {text!r} (no bucket)")
+    return text.rstrip("/")
