@@ -25,9 +25,9 @@ ARTIFACTS = REPO / "test-artifacts"
 
 
 def _rows(path: str) -> int:
-    from waterline.dagster.tables import row_count
+    from waterline.engine.log.table_log import TableLog
 
-    return row_count(path) or 0
+    return TableLog.open(path).row_count() or 0
 
 
 @pytest.fixture(scope="module")

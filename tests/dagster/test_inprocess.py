@@ -73,7 +73,7 @@ def test_materialize_partition_range_in_one_run(env):
     defs, instance = env["defs"], env["instance"]
     held = defs.get_assets_def(HELD)
     result = materialize(
-        [held], instance=instance, resources={"pyspark": defs.resources["pyspark"]},
+        [held], instance=instance, resources={"waterline": defs.resources["waterline"]},
         tags={"dagster/asset_partition_range_start": "a", "dagster/asset_partition_range_end": "b"},
     )
     assert result.success
@@ -95,9 +95,9 @@ def test_materialize_partition_range_in_one_run(env):
 
 
 def test_sensor_requests_one_release_per_due_moment(env):
-    from waterline.engine.state import read_feed_state
+    from waterline.engine.log.status import read_feed_status
 
-    state = read_feed_state(env["spec"])
+    state = read_feed_status(env["spec"])
     first = _tick(env)
     (request,) = first.run_requests
     assert isinstance(request, RunRequest)
@@ -113,9 +113,9 @@ def test_release_job_materializes_tiers_and_checks_pass(env):
     result = defs.get_job_def("f_release").execute_in_process(instance=instance)
     assert result.success
     rt, emb = _materializations(result, RT)[0], _materializations(result, EMB)[0]
-    from waterline.engine.commits import latest_state
+    from waterline.engine.log.table_log import TableLog
 
-    w = latest_state(feed.tier_path("emb"))["w"]
+    w = TableLog.open(feed.tier_path("emb")).tier_state().w
     assert emb.tags["dagster/data_version"] == str(w)
     assert _meta(emb, "W_T") == pytest.approx(w / 1e6)
     assert _meta(rt, "released") == 4 and _meta(emb, "released") == 2  # odd ids wait for 2099
@@ -214,10 +214,10 @@ def test_a_prearmed_run_waits_then_releases_the_moments_that_follow(spark, tmp_p
     from waterline.clock import SystemClock, format_instant
     from waterline.dagster import definitions_from_specs
     from waterline.dagster.sensors import DUE_TAG
-    from waterline.engine.timeliness import appearances
+    from waterline.engine.log.timeliness import appearances
     from tests.engine.feedkit import _micros
+    from waterline import Feed
 
-    from waterline.engine.ingest import ingest
 
     feed = make_feed(tmp_path, release_lead_seconds=600)  # covers the gap however slow the machine
 
@@ -227,7 +227,7 @@ def test_a_prearmed_run_waits_then_releases_the_moments_that_follow(spark, tmp_p
             for i, due in dues.items()
         ])
         started = SystemClock().now_us()
-        ingest(spark, feed, "a")
+        Feed(feed, spark=spark).ingest("a")
         return SystemClock().now_us() - started
 
     # The moments must still be ahead when the run starts: space them by what an ingest takes here.
@@ -262,7 +262,7 @@ def test_an_ingest_failing_on_bad_data_fails_the_step_with_the_cli_one_line_mess
     (tmp_path / "home").mkdir()
     instance = DagsterInstance.local_temp(tempdir=str(tmp_path / "home"))
     result = materialize([defs.get_assets_def(HELD)], instance=instance, partition_key="a",
-                         resources={"pyspark": defs.resources["pyspark"]}, raise_on_error=False)
+                         resources={"waterline": defs.resources["waterline"]}, raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").step_failure_data
     description = failure.user_failure_data.description

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dagster import RunRequest, SkipReason
 
 from waterline.dagster.sensors import decide, due_key
-from waterline.engine.state import FeedState, TierStatus
+from waterline.engine.core.status import FeedStatus, TierStatus
 from waterline.semantics import NEG_INF
 from waterline.spec import spec_from_dict
 
@@ -17,8 +17,8 @@ SPEC = spec_from_dict({
 NOW = 1_800_000_000_000_000
 
 
-def state(seq=1, rt_due=True, emb_due=False, emb_next=NOW + 60_000_000, hold=False) -> FeedState:
-    return FeedState(feed="f", now_us=NOW, seq=seq, release_w_us=NOW, event_w_us=None, tiers={
+def state(seq=1, rt_due=True, emb_due=False, emb_next=NOW + 60_000_000, hold=False) -> FeedStatus:
+    return FeedStatus(feed="f", now_us=NOW, seq=seq, release_w_us=NOW, event_w_us=None, tiers={
         "rt": TierStatus("rt", None, 0, False, None, 2, NEG_INF if rt_due else None, rt_due),
         "emb": TierStatus("emb", None, 0, hold, None, 2, emb_next, emb_due),
     })
@@ -77,7 +77,7 @@ def test_a_due_moment_within_the_lead_time_is_requested_ahead_once():
     cursor = {"run_key": first.run_key, "due_key": first.run_key}
     # the pre-armed run is waiting: nothing more; at the moment itself the key is the same one
     assert isinstance(decide(SPEC, ahead, cursor, "STARTED"), SkipReason)
-    at_due = FeedState(feed="f", now_us=soon, seq=1, release_w_us=soon, event_w_us=None, tiers={
+    at_due = FeedStatus(feed="f", now_us=soon, seq=1, release_w_us=soon, event_w_us=None, tiers={
         "rt": TierStatus("rt", None, 0, False, None, 0, None, False),
         "emb": TierStatus("emb", None, 0, False, None, 2, soon, True),
     })

@@ -3,9 +3,10 @@
     from waterline.dagster import definitions_from_specs
     defs = definitions_from_specs(["dags/feeds/ticks.yaml", "dags/feeds/indicators.yaml"])
 
-Importing this package imports no pyspark: the release sensor's ticks stay
-JVM-free. ``definitions_from_specs`` imports dagster-pyspark (and so pyspark's
-Python modules) to build the Spark resource; no JVM starts until a run needs it.
+Importing this package, building definitions and ticking the release sensor
+import no pyspark and start no JVM: runs get a `waterline.Feed` from the
+``waterline`` resource (`WaterlineResource`), which starts Spark when a step
+first needs it.
 This module is also the ``dagster_dg_cli.registry_modules`` entry point, so
 ``dg list components`` shows ``waterline.dagster.ReleaseFeed``.
 """

@@ -12,25 +12,27 @@ On ``[feed, "held"]``: ``quarantine_empty`` (WARN), JVM-free.
 """
 
 
-from typing import TYPE_CHECKING, Any
+
+from typing import Any
 
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetKey,
     MetadataValue,
     asset_check,
     multi_asset_check,
 )
 
-from waterline.dagster import tables
 from waterline.dagster.metadata import check_metadata, timestamp
+from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource
 from waterline.dagster.translator import HELD, WaterlineTranslator
-from waterline.engine.storage import delta_table
-
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
+from waterline.engine.core.results import TierAudit, WaterlineHistory
+from waterline.engine.log.table_log import TableLog
+from waterline.feed import Feed
+from waterline.spec import FeedSpec
 
 EMBARGO_SAFETY = "embargo_safety"
 UNIQUE_IDENTITY = "unique_identity"
@@ -39,7 +41,7 @@ QUARANTINE_EMPTY = "quarantine_empty"
 _SAMPLE = 5
 
 
-def build_tier_checks(spec: "FeedSpec", translator: WaterlineTranslator, *, resource_key: str = "pyspark"):
+def build_tier_checks(spec: FeedSpec, translator: WaterlineTranslator, *, resource_key: str = RESOURCE_KEY):
     keys = {tier: translator.get_asset_key(spec, tier) for tier in spec.tiers}
     specs = []
     for tier, key in keys.items():
@@ -72,28 +74,15 @@ def build_tier_checks(spec: "FeedSpec", translator: WaterlineTranslator, *, reso
         wanted: dict[str, set[str]] = {}
         for check_key in selected:
             wanted.setdefault(by_key[check_key.asset_key], set()).add(check_key.name)
-        spark = None
-        plans = None
-        for tier in spec.tiers:
-            names = wanted.get(tier, set())
-            if not names:
-                continue
-            key = keys[tier]
-            if MONOTONIC_WATERLINE in names:
-                yield monotonic_result(spec, tier, key)
-            if names & {EMBARGO_SAFETY, UNIQUE_IDENTITY}:
-                if spark is None:
-                    spark = getattr(context.resources, resource_key).spark_session
-                facts, plans = tier_facts(spark, spec, tier, plans)
-                if EMBARGO_SAFETY in names:
-                    yield embargo_result(key, facts)
-                if UNIQUE_IDENTITY in names:
-                    yield unique_result(key, facts)
+        resource: WaterlineResource = getattr(context.resources, resource_key)
+        feed = resource.get_feed(spec)
+        for tier, result in evaluate_tier_checks(feed, wanted).items():
+            yield from result_for(keys[tier], result)
 
     return _tier_checks
 
 
-def build_quarantine_check(spec: "FeedSpec", translator: WaterlineTranslator):
+def build_quarantine_check(spec: FeedSpec, translator: WaterlineTranslator):
     held_key = translator.get_asset_key(spec, HELD)
 
     @asset_check(
@@ -110,125 +99,94 @@ def build_quarantine_check(spec: "FeedSpec", translator: WaterlineTranslator):
 
 # -- evaluations ---------------------------------------------------------------
 
-def tier_facts(spark, spec: "FeedSpec", tier: str, plans=None) -> tuple[dict[str, Any], Any]:
-    """One Spark pass over the tier table at the version carrying W_T."""
-    from pyspark.sql import functions as F
-
-    from waterline.clock import SystemClock
-    from waterline.engine import columns as C
-    from waterline.engine.schedule import compile_tiers
-
-    path = spec.tier_path(tier)
-    now = SystemClock().now_us()
-    snap = tables.snapshot_state(path)
-    if snap is None:
-        return {"tier": tier, "exists": False, "now": now}, plans
-    version, state = snap
-    w = state.get("w")
-    df = spark.read.format("delta").option("versionAsOf", version).load(path)
-    payload = [c for c in df.columns if not C.is_system(c)]
-    keys = [C.PARTITION, *spec.key]
-    # Policies compile in the session time zone (UTC), exactly as ingest compiles them.
-    if plans is None:
-        plans = compile_tiers(spark, spec, df.select(*payload))
-    vis = plans[tier].vis_sql()
-    if w is None:
-        visible = F.lit(False)  # nothing was released yet: any row is early
-    else:
-        visible = F.coalesce(F.expr(f"exists({vis}, _wl_chk -> {w} >= _wl_chk.start AND {w} < _wl_chk.`end`)"), F.lit(False))
-    flagged = df.withColumn("_wl_visible", visible)
-    per_identity = flagged.groupBy(*keys).agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count(F.when(~F.col("_wl_visible"), 1)).alias("bad"),
-    )
-    row = per_identity.agg(
-        F.coalesce(F.sum("n"), F.lit(0)).alias("rows"),
-        F.coalesce(F.sum("bad"), F.lit(0)).alias("violations"),
-        F.count(F.when(F.col("n") > 1, 1)).alias("duplicates"),
-    ).collect()[0]
-    facts: dict[str, Any] = {
-        "tier": tier, "exists": True, "now": now, "w": w, "version": version,
-        "rows": int(row["rows"]), "violations": int(row["violations"]), "duplicates": int(row["duplicates"]),
-    }
-    if facts["violations"]:
-        early = flagged.filter(~F.col("_wl_visible")).select(*keys).limit(_SAMPLE).collect()
-        facts["early_sample"] = [list(r) for r in early]
-    if facts["duplicates"]:
-        dups = per_identity.filter(F.col("n") > 1).select(*keys).limit(_SAMPLE).collect()
-        facts["duplicate_sample"] = [list(r) for r in dups]
-    return facts, plans
+def evaluate_tier_checks(feed: Feed, wanted: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
+    """The selected checks of each tier: the audit (one Spark pass per tier, plans compiled once)
+    when embargo safety or uniqueness is asked for, the W_T history (no Spark) for monotonicity."""
+    out: dict[str, dict[str, Any]] = {}
+    spark_tiers = [t for t in feed.spec.tiers if wanted.get(t, set()) & {EMBARGO_SAFETY, UNIQUE_IDENTITY}]
+    audits = feed.audit(spark_tiers) if spark_tiers else {}
+    for tier in feed.spec.tiers:
+        names = wanted.get(tier, set())
+        if names:
+            out[tier] = {"names": names, "audit": audits.get(tier),
+                         "history": feed.waterline_history(tier) if MONOTONIC_WATERLINE in names else None}
+    return out
 
 
-def embargo_result(asset_key, facts: dict[str, Any]) -> AssetCheckResult:
-    if not facts["exists"]:
+def result_for(asset_key: AssetKey, evaluated: dict[str, Any]):
+    names, audit, history = evaluated["names"], evaluated["audit"], evaluated["history"]
+    if MONOTONIC_WATERLINE in names:
+        yield monotonic_result(asset_key, history)
+    if EMBARGO_SAFETY in names:
+        yield embargo_result(asset_key, audit)
+    if UNIQUE_IDENTITY in names:
+        yield unique_result(asset_key, audit)
+
+
+def embargo_result(asset_key: AssetKey, audit: TierAudit) -> AssetCheckResult:
+    if not audit.exists:
         return AssetCheckResult(asset_key=asset_key, check_name=EMBARGO_SAFETY, passed=True,
                                 description="no tier table yet", metadata={"rows": MetadataValue.int(0)})
-    w, now = facts["w"], facts["now"]
-    clock_ok = w is None or w <= now
-    passed = facts["violations"] == 0 and clock_ok
     problems = []
-    if facts["violations"]:
-        problems.append(f"{facts['violations']} row(s) not visible at W_T, e.g. {facts.get('early_sample')}")
-    if not clock_ok:
-        problems.append(f"W_T is {(w - now) / 1e6:.3f}s ahead of the trusted clock")
+    if audit.violations:
+        problems.append(f"{audit.violations} row(s) not visible at W_T, e.g. {[list(r) for r in audit.early_sample]}")
+    if audit.w_ahead_of_clock:
+        problems.append(f"W_T is {(audit.w_us - audit.now_us) / 1e6:.3f}s ahead of the trusted clock")
     meta = check_metadata({
-        "rows": facts["rows"], "violations": facts["violations"], "table_version": facts["version"],
-        "W_T_ahead_of_clock": not clock_ok,
+        "rows": audit.rows, "violations": audit.violations, "table_version": audit.version,
+        "W_T_ahead_of_clock": audit.w_ahead_of_clock,
     })
-    if w is not None:
-        meta["W_T"] = timestamp(w)
-        meta["W_T_us"] = MetadataValue.int(w)
-    meta["trusted_clock"] = timestamp(now)
-    if facts.get("early_sample"):
-        meta["early_rows"] = MetadataValue.json(facts["early_sample"])
+    if audit.w_us is not None:
+        meta["W_T"] = timestamp(audit.w_us)
+        meta["W_T_us"] = MetadataValue.int(audit.w_us)
+    meta["trusted_clock"] = timestamp(audit.now_us)
+    if audit.early_sample:
+        meta["early_rows"] = MetadataValue.json([list(r) for r in audit.early_sample])
     return AssetCheckResult(
-        asset_key=asset_key, check_name=EMBARGO_SAFETY, passed=passed, severity=AssetCheckSeverity.ERROR,
-        description="; ".join(problems) or f"all {facts['rows']} rows visible at W_T", metadata=meta,
+        asset_key=asset_key, check_name=EMBARGO_SAFETY, passed=audit.embargo_safe, severity=AssetCheckSeverity.ERROR,
+        description="; ".join(problems) or f"all {audit.rows} rows visible at W_T", metadata=meta,
     )
 
 
-def unique_result(asset_key, facts: dict[str, Any]) -> AssetCheckResult:
-    if not facts["exists"]:
+def unique_result(asset_key: AssetKey, audit: TierAudit) -> AssetCheckResult:
+    if not audit.exists:
         return AssetCheckResult(asset_key=asset_key, check_name=UNIQUE_IDENTITY, passed=True,
                                 description="no tier table yet")
-    meta = check_metadata({"rows": facts["rows"], "duplicate_identities": facts["duplicates"]})
-    if facts.get("duplicate_sample"):
-        meta["duplicates"] = MetadataValue.json(facts["duplicate_sample"])
+    meta = check_metadata({"rows": audit.rows, "duplicate_identities": audit.duplicates})
+    if audit.duplicate_sample:
+        meta["duplicates"] = MetadataValue.json([list(r) for r in audit.duplicate_sample])
     return AssetCheckResult(
-        asset_key=asset_key, check_name=UNIQUE_IDENTITY, passed=facts["duplicates"] == 0,
-        description=(f"{facts['duplicates']} identities appear more than once" if facts["duplicates"]
+        asset_key=asset_key, check_name=UNIQUE_IDENTITY, passed=audit.duplicates == 0,
+        description=(f"{audit.duplicates} identities appear more than once" if audit.duplicates
                      else "identities are unique"),
         metadata=meta,
     )
 
 
-def monotonic_result(spec: "FeedSpec", tier: str, asset_key) -> AssetCheckResult:
-    history = [(v, s.get("w")) for v, s in tables.waterline_states(spec.tier_path(tier)) if s.get("w") is not None]
-    regressions = [
-        (prev_v, prev_w, v, w) for (prev_v, prev_w), (v, w) in zip(history, history[1:]) if w < prev_w
-    ]
-    meta = check_metadata({"commits_checked": len(history)})
-    if history:
-        meta["W_T"] = timestamp(history[-1][1])
-    if regressions:
-        meta["regressions"] = MetadataValue.json(
-            [{"from_version": a, "from_w": b, "to_version": c, "to_w": d} for a, b, c, d in regressions[:_SAMPLE]]
-        )
+def monotonic_result(asset_key: AssetKey, history: WaterlineHistory) -> AssetCheckResult:
+    meta = check_metadata({"commits_checked": len(history.commits)})
+    if history.commits:
+        meta["W_T"] = timestamp(history.commits[-1][1])
+    if history.regressions:
+        meta["regressions"] = MetadataValue.json([
+            {"from_version": a, "from_w": b, "to_version": c, "to_w": d} for a, b, c, d in history.regressions[:_SAMPLE]
+        ])
     return AssetCheckResult(
-        asset_key=asset_key, check_name=MONOTONIC_WATERLINE, passed=not regressions,
-        description=(f"W_T decreased {len(regressions)} time(s)" if regressions
-                     else f"W_T non-decreasing over {len(history)} release commit(s)"),
+        asset_key=asset_key, check_name=MONOTONIC_WATERLINE, passed=history.monotonic,
+        description=(f"W_T decreased {len(history.regressions)} time(s)" if history.regressions
+                     else f"W_T non-decreasing over {len(history.commits)} release commit(s)"),
         metadata=meta,
     )
 
 
-def quarantine_result(spec: "FeedSpec") -> AssetCheckResult:
+def quarantine_result(spec: FeedSpec) -> AssetCheckResult:
     path = spec.quarantine_path
-    if not tables.is_table(path):
+    log = TableLog.open(path)
+    if not log.exists:
         return AssetCheckResult(passed=True, severity=AssetCheckSeverity.WARN,
                                 description="no quarantine table (nothing was ever quarantined)",
                                 metadata={"quarantined": MetadataValue.int(0)})
-    arrow = delta_table(path).to_pyarrow_table(columns=["_wl_partition", "_wl_reason"])
+    arrow = log.to_arrow(["_wl_partition", "_wl_reason"])
     count = arrow.num_rows
     meta: dict[str, Any] = {"quarantined": MetadataValue.int(count), "dagster/uri": MetadataValue.path(path)}
     if count:

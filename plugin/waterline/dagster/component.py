@@ -13,7 +13,8 @@
         realtime: "TRUE"
         delayed_15m: "event_time + INTERVAL 15 MINUTES <= WATERLINE()"
 
-The attributes are exactly the spec YAML's keys (validated by
+The attributes are exactly the spec YAML's keys (generated from
+`waterline.spec.schema.SPEC_KEYS`, validated by
 `waterline.spec.spec_from_dict`, with its one-line errors); relative paths
 resolve against the project root. ``build_defs`` returns what
 ``definitions_from_specs([spec])`` returns. ``dg scaffold defs
@@ -30,7 +31,11 @@ import yaml
 from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
 from dagster.components.component_scaffolding import scaffold_component
 from dagster.components.scaffold.scaffold import Scaffolder, ScaffoldRequest, scaffold_with
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
+
+from waterline.dagster.definitions import definitions_from_specs
+from waterline.spec import FeedSpec, spec_from_dict
+from waterline.spec.schema import SPEC_KEYS, SpecKey
 
 
 class ReleaseFeedScaffoldParams(BaseModel):
@@ -78,46 +83,38 @@ def _name(path: Path) -> str:
     return name or "feed"
 
 
-@scaffold_with(ReleaseFeedScaffolder)
-class ReleaseFeed(Component, Model, Resolvable):
-    """A waterline feed: held and tier assets, the release job and sensor, and asset checks.
-
-    The attributes are a waterline feed spec (the keys of the spec YAML).
-    """
-
-    feed: str
-    description: str | None = None
-    warehouse: str
-    source: dict[str, Any] | None = None
-    sources: dict[str, dict[str, Any]] | None = None
-    partitions: dict[str, Any]
-    transform: str | None = None
-    job: str | None = None
-    key: list[str] | str
-    event_time: str
-    timezone: str | None = None
-    waterline: dict[str, Any] | None = None
-    tiers: dict[str, str]
-    late: str | None = None
-    release_interval_seconds: int | None = None
-    release_lead_seconds: int | None = None
-    freshness_lag_seconds: int | None = None
+class _ReleaseFeedBase(Component, Model, Resolvable):
+    """The behaviour of `ReleaseFeed`; its fields come from `waterline.spec.schema.SPEC_KEYS`."""
 
     def spec_dict(self) -> dict[str, Any]:
         """The attributes as a spec mapping (unset optional keys left out)."""
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
-    def feed_spec(self, base_dir: str | Path | None = None, spec_file: str | None = None):
-        from waterline.spec import spec_from_dict
-
+    def feed_spec(self, base_dir: str | Path | None = None, spec_file: str | None = None) -> FeedSpec:
         return spec_from_dict(self.spec_dict(), base_dir=base_dir, spec_file=spec_file)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from waterline.dagster.definitions import definitions_from_specs
-
         origin = None
         for name in ("defs.yaml", "defs.yml"):
             if (context.path / name).exists():
                 origin = str(context.path / name)
         spec = self.feed_spec(base_dir=context.project_root, spec_file=origin)
         return definitions_from_specs([spec])
+
+
+def _field(key: SpecKey) -> tuple[Any, Any]:
+    return key.type, Field(... if key.required else None, description=key.description)
+
+
+# Generated rather than written out: a key added to the spec is an attribute of the Component
+# at once, with the same required-ness and description.
+ReleaseFeed = scaffold_with(ReleaseFeedScaffolder)(create_model(
+    "ReleaseFeed",
+    __base__=_ReleaseFeedBase,
+    __module__=__name__,
+    __doc__="""A waterline feed: held and tier assets, the release job and sensor, and asset checks.
+
+    The attributes are a waterline feed spec (the keys of the spec YAML, `waterline.spec.schema`).
+    """,
+    **{name: _field(key) for name, key in SPEC_KEYS.items()},
+))

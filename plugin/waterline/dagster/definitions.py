@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Union
+from typing import Any, Iterable, Union
 
 from dagster import (
     AssetSelection,
@@ -18,21 +18,21 @@ from dagster import (
 from waterline.dagster.assets import build_held_asset, build_tier_assets
 from waterline.dagster.checks import build_quarantine_check, build_tier_checks
 from waterline.dagster.sensors import build_release_sensor, release_job_name
+from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource, default_resource, from_pyspark_resource
 from waterline.dagster.translator import HELD, WaterlineTranslator
+from waterline.engine.log.spark_config import SessionConfig
+from waterline.errors import WaterlineError
+from waterline.spec import FeedSpec
 from waterline.spec.loader import load_feed_specs
 
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
-
-SpecLike = Union[str, Path, "FeedSpec"]
-RESOURCE_KEY = "pyspark"
+SpecLike = Union[str, Path, FeedSpec]
 RELEASE_CONCURRENCY_TAG = "waterline/release_feed"
 """Tag on every ``<feed>_release`` run, valued with the feed: an instance's
 ``tag_concurrency_limits`` entry on it with ``applyLimitPerUniqueValue`` and limit 1
 never runs two releases of one feed at once (docs/dagster.md)."""
 
 
-def ingest_job_name(spec: "FeedSpec") -> str:
+def ingest_job_name(spec: FeedSpec) -> str:
     return f"{spec.feed}_ingest"
 
 
@@ -43,7 +43,8 @@ def definitions_from_specs(
     base_dir: str | Path | None = None,
     default_sensor_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
     executor: ExecutorDefinition | None = in_process_executor,
-    pyspark=None,
+    resource: WaterlineResource | None = None,
+    pyspark: Any = None,
 ) -> Definitions:
     """Dagster definitions for feeds given as FeedSpecs or spec YAML paths.
 
@@ -51,21 +52,25 @@ def definitions_from_specs(
     backfills), one asset ``[feed, tier]`` per tier (release, DataVersion =
     W_T), the jobs ``<feed>_release`` (all tiers) and ``<feed>_ingest``
     (partitioned, for ``dagster job backfill``), the sensor
-    ``<feed>_release_sensor`` and the asset checks. Spark comes from the
-    ``pyspark`` resource: ``pyspark`` if given, else a shared
-    ``WaterlinePySparkResource`` configured with ``spark_conf()``.
+    ``<feed>_release_sensor`` and the asset checks. Runs get their `waterline.Feed`
+    from the ``waterline`` resource: ``resource`` if given, else a shared
+    `WaterlineResource` following the specs' ``spark:`` key and the environment
+    (``pyspark``, a dagster-pyspark ``PySparkResource``, is still accepted: its
+    master/remote and conf configure the resource).
 
-    ``executor`` defaults to the in-process executor so a run starts one JVM,
-    not one per step; pass ``None`` to leave the executor to other definitions.
+    ``executor`` is the Definitions' default executor, used by materializations
+    outside the feed's own jobs (the UI's asset materializations, ad-hoc
+    selections); it defaults to the in-process executor so such a run starts one
+    JVM, not one per step. ``None`` leaves it to Dagster's default or to
+    definitions merged with these. ``<feed>_release`` and ``<feed>_ingest``
+    always run in-process: one lease, one session.
     Relative spec paths resolve against ``base_dir`` (default: the working
     directory), as ``load_spec`` does.
     """
     translator = translator or WaterlineTranslator()
     specs = load_feed_specs(paths_or_specs, base_dir=base_dir)
-    if pyspark is None:
-        from waterline.dagster.resources import default_pyspark_resource
-
-        pyspark = default_pyspark_resource(_session_config(specs))
+    if resource is None:
+        resource = from_pyspark_resource(pyspark) if pyspark is not None else default_resource(_session_config(specs))
 
     assets, checks, jobs, sensors = [], [], [], []
     for spec in specs:
@@ -98,18 +103,15 @@ def definitions_from_specs(
         asset_checks=checks,
         jobs=jobs,
         sensors=sensors,
-        resources={RESOURCE_KEY: pyspark},
+        resources={RESOURCE_KEY: resource},
         executor=executor,
     )
 
 
-def _session_config(specs: list["FeedSpec"]):
+def _session_config(specs: list[FeedSpec]) -> SessionConfig:
     """The Spark of the shared resource: the specs' `spark:` key (they must agree), then the env."""
-    from waterline.engine.session import SessionConfig
-    from waterline.errors import WaterlineError
-
     keys = {json.dumps(spec.spark.to_dict() if spec.spark else None, sort_keys=True) for spec in specs}
     if len(keys) > 1:
         names = ", ".join(f"{s.feed}: {s.spark.to_dict() if s.spark else 'default'}" for s in specs)
-        raise WaterlineError(f"spark: feeds in one Definitions must share one Spark ({names}); pass pyspark=")
+        raise WaterlineError(f"spark: feeds in one Definitions must share one Spark ({names}); pass resource=")
     return SessionConfig.for_spec(specs[0].spark if specs else None)

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from dagster import FreshnessPolicy
 
-if TYPE_CHECKING:
-    from dagster import FreshnessPolicy
-
-    from waterline.spec import FeedSpec
+from waterline.spec import FeedSpec
 
 _UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _DELAY = re.compile(
@@ -26,7 +23,7 @@ _DELAY = re.compile(
 )
 
 
-def expected_lag_seconds(spec: "FeedSpec", tier: str) -> int | None:
+def expected_lag_seconds(spec: FeedSpec, tier: str) -> int | None:
     """The plain delay of the tier's policy, else the spec's ``freshness_lag_seconds``, else None."""
     policy = spec.tiers[tier]
     if policy.strip().upper() == "TRUE":
@@ -37,15 +34,13 @@ def expected_lag_seconds(spec: "FeedSpec", tier: str) -> int | None:
     return spec.freshness_lag_seconds
 
 
-def margin_seconds(spec: "FeedSpec") -> int:
+def margin_seconds(spec: FeedSpec) -> int:
     """Release cadence allowance added to the expected lag."""
     return max(60, 2 * spec.release_interval_seconds + spec.release_lead_seconds)
 
 
-def tier_freshness_policy(spec: "FeedSpec", tier: str) -> "FreshnessPolicy | None":
+def tier_freshness_policy(spec: FeedSpec, tier: str) -> FreshnessPolicy | None:
     """``FreshnessPolicy.time_window(fail_window = lag + margin)``, or None when no lag is known."""
-    from dagster import FreshnessPolicy
-
     lag = expected_lag_seconds(spec, tier)
     if lag is None:
         return None

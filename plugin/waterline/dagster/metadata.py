@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from dagster import MetadataValue
+from dagster import MetadataValue, TableColumn, TableSchema
 
-from waterline.dagster import tables
-from waterline.engine.storage import delta_table, is_delta_table
+from waterline.engine.core.results import IngestResult, TierRelease
+from waterline.engine.core.status import FeedStatus
+from waterline.engine.log.table_log import TableLog
 from waterline.semantics import NEG_INF, POS_INF
-
-if TYPE_CHECKING:
-    from waterline.engine.results import IngestResult, TierRelease
-    from waterline.engine.state import FeedState
-    from waterline.spec import FeedSpec
+from waterline.spec import FeedSpec
 
 
 def timestamp(us: int | None, *, now_us: int | None = None):
@@ -32,19 +29,21 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
-def table_metadata(path: str, *, row_count: int | None = None) -> dict[str, Any]:
+def table_metadata(path: str, *, partitions: Sequence[str] | None = None) -> dict[str, Any]:
+    """``dagster/uri``, ``dagster/column_schema`` and ``dagster/row_count`` (of ``partitions``
+    only, when given) of a Delta table, from its log."""
+    log = TableLog.open(path)
     out: dict[str, Any] = {"dagster/uri": MetadataValue.path(path)}
-    schema = tables.column_schema(path)
-    if schema is not None:
-        out["dagster/column_schema"] = schema
-    count = tables.row_count(path) if row_count is None else row_count
+    if log.exists:
+        out["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=n, type=t) for n, t in log.columns()])
+    count = log.row_count(partitions)
     if count is not None:
         out["dagster/row_count"] = MetadataValue.int(count)
     return out
 
 
 def ingest_metadata(
-    spec: "FeedSpec", results: Sequence["IngestResult"], state: "FeedState", *, seconds: float
+    spec: FeedSpec, results: Sequence[IngestResult], state: FeedStatus, *, seconds: float
 ) -> dict[str, Any]:
     """One materialization of ``[feed, "held"]`` covering one or more partitions."""
     def total(field: str) -> int:
@@ -70,7 +69,7 @@ def ingest_metadata(
     _put(out, "next_due", timestamp(min(dues), now_us=state.now_us) if dues else None)
     if state.event_w_us is not None:
         _put(out, "event_waterline", timestamp(state.event_w_us))
-    out.update(table_metadata(spec.held_path, row_count=_partition_rows(spec.held_path, [r.partition for r in results])))
+    out.update(table_metadata(spec.held_path, partitions=[r.partition for r in results]))
     if len(results) > 1:
         out["per_partition"] = MetadataValue.json(
             {r.partition: {k: v for k, v in r.to_dict().items() if k not in ("feed", "partition")} for r in results}
@@ -79,7 +78,7 @@ def ingest_metadata(
 
 
 def release_metadata(
-    spec: "FeedSpec", tier: str, result: "TierRelease", *, now_us: int, seconds: float
+    spec: FeedSpec, tier: str, result: TierRelease, *, now_us: int, seconds: float
 ) -> dict[str, Any]:
     """One materialization of ``[feed, tier]``: W_T and what the release did."""
     w = result.w_us
@@ -105,26 +104,6 @@ def release_metadata(
     _put(out, "next_due", timestamp(result.next_due_us, now_us=now_us))
     out.update(table_metadata(spec.tier_path(tier)))
     return out
-
-
-def _partition_rows(path: str, partitions: Sequence[str]) -> int | None:
-    """Held versions of the given partitions, from Delta file statistics."""
-    if not is_delta_table(path):
-        return None
-    import pyarrow as pa
-
-    actions = pa.table(delta_table(path).get_add_actions(flatten=True))
-    column = "partition._wl_partition"
-    if column not in actions.column_names:
-        return None
-    wanted = set(partitions)
-    total = 0
-    for part, n in zip(actions.column(column).to_pylist(), actions.column("num_records").to_pylist()):
-        if part in wanted:
-            if n is None:
-                return None
-            total += n
-    return total
 
 
 def check_metadata(values: Mapping[str, Any]) -> dict[str, Any]:

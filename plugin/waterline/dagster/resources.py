@@ -1,78 +1,98 @@
-"""Spark for Dagster runs: dagster-pyspark's ``PySparkResource`` with waterline's conf.
+"""`WaterlineResource`: the Dagster resource that hands runs a `waterline.Feed`.
 
-This module imports pyspark (through dagster_pyspark): only the definitions
-import it, never the release sensor. Creating the resource starts no JVM; the
-session starts when a run that needs Spark begins executing.
+Modelled on dagster-sling's and dagster-dbt's resources: configuration lives
+on the resource, the work on the object it returns. A `Feed` starts Spark only
+when a run first needs it (an ingest, a release, a check's Spark pass), with
+the JVM's own output in its log file (`waterline.engine.spark.jvm_log`), not in
+the run worker's stderr; creating the resource, and the release sensor, start
+none. Importing this module imports no pyspark.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from typing import Any
 
-from dagster import InitResourceContext
-from dagster_pyspark import PySparkResource
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
-from waterline.engine.session import SessionConfig, connect_conf, spark_conf
+from waterline.engine.log.spark_config import SessionConfig
+from waterline.feed import Feed
+from waterline.spec import FeedSpec
 
-RESOURCE_KEY = "pyspark"
+RESOURCE_KEY = "waterline"
 
 
-def waterline_spark_config(config: SessionConfig | None = None) -> dict[str, Any]:
-    """The ``spark_config`` of the resource.
+class WaterlineResource(ConfigurableResource):
+    """Feeds for Dagster runs, and how their Spark and their transient failures are handled.
 
-    Classic (local or a cluster): master, app name and `spark_conf()`. Spark Connect
-    (``WATERLINE_SPARK_REMOTE`` or a spec's ``spark.remote``): the remote URL and the
-    engine's session confs only, so a run process starts no JVM.
+    ``spark_master``/``spark_remote``/``spark_conf`` say where Spark runs (default:
+    ``local[2]``; `definitions_from_specs` fills them from the specs' ``spark:`` key
+    and ``WATERLINE_SPARK_MASTER``/``_REMOTE``). A step that meets a transient error
+    (the feed lease busy or lost, a commit race lost) is retried
+    ``transient_retries`` times, ``retry_wait_seconds`` apart, then fails as a
+    retryable failure (the instance's run retries may take it from there).
     """
-    config = config or SessionConfig.from_env()
-    if config.remote:
-        return {"spark.remote": config.remote, **connect_conf(config)}
-    return {"spark.master": config.master, "spark.app.name": "waterline-dagster", **spark_conf(config)}
 
+    spark_master: str | None = Field(default=None, description="A classic master: local[N], spark://host:port ...")
+    spark_remote: str | None = Field(default=None, description="A Spark Connect URL sc://host:port (no JVM in the run).")
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="Spark conf added to waterline's.")
+    transient_retries: int = Field(default=3, description="Step retries after a busy or lost lease, or a lost race.")
+    retry_wait_seconds: float = Field(default=30.0, description="Seconds between those retries.")
 
-class WaterlinePySparkResource(PySparkResource):
-    """``PySparkResource`` that also points Python workers at this interpreter.
+    # One Feed per feed for the life of the run: the session starts once, whatever number
+    # of assets and checks of the run use it.
+    _feeds: dict[str, Feed] = PrivateAttr(default_factory=dict)
+    _context: InitResourceContext | None = PrivateAttr(default=None)
 
-    waterline's own functions are pure Spark SQL; a feed's `job` may still use
-    Python UDFs, whose workers must run an interpreter that has its code.
-    """
+    @classmethod
+    def for_config(cls, config: SessionConfig, **options: Any) -> "WaterlineResource":
+        """The resource for a session config (`SessionConfig.for_spec`)."""
+        return cls(spark_master=None if config.remote else config.master, spark_remote=config.remote,
+                   spark_conf=dict(config.conf), **options)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        from pyspark import SparkContext
+        self._context = context
 
-        from waterline.engine.jvm_log import jvm_stderr_to_log
-        from waterline.engine.spark_errors import silence_pyspark_error_logs
+    def session_config(self) -> SessionConfig:
+        """Where the feeds of this resource run Spark."""
+        if self.spark_remote:
+            return SessionConfig(remote=self.spark_remote, conf=self.spark_conf, app_name="waterline-dagster")
+        return SessionConfig(master=self.spark_master or SessionConfig().master, conf=self.spark_conf,
+                             app_name="waterline-dagster")
 
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        # A failing run reports one line (`one_line_failure`); the JVM's banner, log4j lines
-        # and executors' Java stacks would otherwise fill the run worker's stderr (the
-        # daemon's or `dagster dev`'s terminal): they go to the JVM log instead, and
-        # PySpark's JSON copy of each SQL error is off.
-        starts_jvm = SparkContext._active_spark_context is None and "spark.remote" not in (self.spark_config or {})
-        with jvm_stderr_to_log() as jvm_log:
-            super().setup_for_execution(context)
-        silence_pyspark_error_logs()
-        try:
-            self.spark_session.sparkContext.setLogLevel("ERROR")
-        except Exception:  # Spark Connect sessions have no SparkContext
-            return
-        if starts_jvm and jvm_log is not None and context.log is not None:
-            context.log.info(f"Spark: the JVM's own log is {jvm_log} (WATERLINE_JVM_LOG)")
+    def get_feed(self, spec: FeedSpec, *, spark: Any = None) -> Feed:
+        """The `Feed` of ``spec`` for this run; ``spark`` (a running session) overrides the resource's Spark."""
+        if spark is not None:
+            return Feed(spec, spark=spark)
+        key = json.dumps(spec.to_dict(), sort_keys=True, default=str)
+        if key not in self._feeds:
+            self._feeds[key] = Feed(spec, spark=self.session_config())
+        return self._feeds[key]
+
+    def log_jvm(self, feed: Feed, log) -> None:
+        """Say once where the JVM a run started writes its own output (the run's stderr stays clean)."""
+        if feed.jvm_log is not None and not getattr(feed, "_jvm_log_reported", False):
+            log.info(f"Spark: the JVM's own log is {feed.jvm_log} (WATERLINE_JVM_LOG)")
+            feed._jvm_log_reported = True
 
 
-_SHARED: dict[str, WaterlinePySparkResource] = {}
+_SHARED: dict[str, WaterlineResource] = {}
 
 
-def default_pyspark_resource(config: SessionConfig | None = None) -> WaterlinePySparkResource:
+def default_resource(config: SessionConfig | None = None) -> WaterlineResource:
     """One shared instance per Spark config, so definitions of several feeds merge without conflicts.
 
     ``config`` defaults to the environment (WATERLINE_SPARK_MASTER / _REMOTE, else local)."""
-    spark_config = waterline_spark_config(config or SessionConfig.from_env())
-    key = json.dumps(spark_config, sort_keys=True)
-    if key not in _SHARED:
-        _SHARED[key] = WaterlinePySparkResource(spark_config=spark_config)
-    return _SHARED[key]
+    resource = WaterlineResource.for_config(config or SessionConfig.from_env())
+    key = json.dumps(resource.model_dump(), sort_keys=True)
+    return _SHARED.setdefault(key, resource)
+
+
+def from_pyspark_resource(pyspark: Any) -> WaterlineResource:
+    """A `WaterlineResource` with the master/remote and conf of a dagster-pyspark ``PySparkResource``
+    (``definitions_from_specs(pyspark=...)``, the keyword of earlier releases)."""
+    conf = {str(k): str(v) for k, v in (getattr(pyspark, "spark_config", None) or {}).items()}
+    remote, master = conf.pop("spark.remote", None), conf.pop("spark.master", None)
+    conf.pop("spark.app.name", None)
+    return WaterlineResource(spark_master=None if remote else master, spark_remote=remote, spark_conf=conf)

@@ -1,8 +1,7 @@
 """The release sensor: decides from Delta commit metadata alone whether a release is due.
 
-A tick reads the held and tier tables' latest waterline states with the
-``deltalake`` package (`waterline.engine.state.read_feed_state`): no Spark, no
-JVM, no pyspark import. When something is due it requests one run of
+A tick asks `waterline.Feed.due`, which reads the held and tier tables' latest
+waterline states with the ``deltalake`` package: no Spark, no JVM, no pyspark import. When something is due it requests one run of
 ``<feed>_release`` whose ``run_key`` names the due moment
 (``<feed>:<seq>:<next_due_us>``), so one due moment launches one run however
 many ticks see it before the release lands. A due moment within
@@ -12,24 +11,22 @@ many ticks see it before the release lands. A due moment within
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
-from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+from dagster import DefaultSensorStatus, RunRequest, RunsFilter, SensorEvaluationContext, SkipReason, sensor
 
-from waterline.clock import format_instant
-from waterline.engine.due import armed_due_us, due_now_us, nothing_due_reason
-from waterline.engine.state import FeedState, read_feed_state
+from waterline.clock import Clock, format_instant
+from waterline.engine.core.due import armed_due_us, due_now_us, nothing_due_reason
+from waterline.engine.core.status import FeedStatus
+from waterline.feed import Feed
 from waterline.semantics import NEG_INF
-
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
+from waterline.spec import FeedSpec
 
 
-def release_job_name(spec: "FeedSpec") -> str:
+def release_job_name(spec: FeedSpec) -> str:
     return f"{spec.feed}_release"
 
 
-def release_sensor_name(spec: "FeedSpec") -> str:
+def release_sensor_name(spec: FeedSpec) -> str:
     return f"{spec.feed}_release_sensor"
 
 
@@ -39,7 +36,7 @@ FAILED = ("FAILURE", "CANCELED")
 DUE_TAG = "waterline/due_us"
 
 
-def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: str | None = None) -> RunRequest | SkipReason:
+def decide(spec: FeedSpec, state: FeedStatus, cursor: dict, last_run_status: str | None = None) -> RunRequest | SkipReason:
     """The sensor's decision for one observed state (pure; no I/O).
 
     ``cursor`` holds the last requested ``run_key`` and the ``due_key`` it was
@@ -71,27 +68,28 @@ def decide(spec: "FeedSpec", state: FeedState, cursor: dict, last_run_status: st
     )
 
 
-def due_key(spec: "FeedSpec", state: FeedState) -> str | None:
+def due_key(spec: FeedSpec, state: FeedStatus) -> str | None:
     """``<feed>:<seq>:<next_due_us>`` naming the current due moment, None when nothing is due."""
     due = due_now_us(state)
     return None if due is None else f"{spec.feed}:{state.seq}:{due}"
 
 
-def armed_key(spec: "FeedSpec", state: FeedState) -> str | None:
-    """The due-moment key of a release to pre-arm now (`waterline.engine.due.armed_due_us`),
+def armed_key(spec: FeedSpec, state: FeedStatus) -> str | None:
+    """The due-moment key of a release to pre-arm now (`waterline.engine.core.due.armed_due_us`),
     None when none is within the lead time."""
     due = armed_due_us(spec, state)
     return None if due is None else f"{spec.feed}:{state.seq}:{due}"
 
 
 def build_release_sensor(
-    spec: "FeedSpec",
+    spec: FeedSpec,
     *,
     job=None,
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
-    clock=None,
+    clock: Clock | None = None,
 ):
     """``<feed>_release_sensor``: one RunRequest of ``<feed>_release`` per due moment."""
+    feed = Feed(spec, clock=clock)  # its status() reads Delta logs only: a tick never starts Spark
     target = {"job": job} if job is not None else {"job_name": release_job_name(spec)}
 
     @sensor(
@@ -106,7 +104,7 @@ def build_release_sensor(
     )
     def _release_sensor(context: SensorEvaluationContext):
         cursor = _load_cursor(context.cursor)
-        state = read_feed_state(spec, clock=clock)
+        state = feed.status()
         key = due_key(spec, state) or armed_key(spec, state)
         status = _run_status(context, cursor.get("run_key")) if key is not None else None
         decision = decide(spec, state, cursor, status)
@@ -125,8 +123,6 @@ def _run_status(context: SensorEvaluationContext, run_key: str | None) -> str | 
     """Status name of the newest run this sensor launched for ``run_key`` (None: unknown)."""
     if not run_key or context.instance_ref is None:
         return None
-    from dagster import RunsFilter
-
     runs = context.instance.get_runs(
         filters=RunsFilter(tags={"dagster/run_key": run_key, "dagster/sensor_name": context.sensor_name}), limit=1
     ) if context.sensor_name else context.instance.get_runs(

@@ -1,33 +1,58 @@
-"""How feeds map to Dagster names: the one place to customise asset keys and groups."""
+"""How feeds map to Dagster: the one place to customise asset keys, specs and groups.
+
+The pattern of dagster-dbt's ``DagsterDbtTranslator`` and dagster-sling's
+``DagsterSlingTranslator``: `get_asset_spec` builds each table's whole
+``AssetSpec`` (key, deps, group, description, kinds, tags, metadata, freshness,
+partitions) from the smaller ``get_*`` methods, so a subclass overrides one
+attribute, or the whole spec.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-from dagster import AssetKey
+from dagster import AssetKey, AssetSpec
 
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
+from waterline.dagster.freshness import expected_lag_seconds, tier_freshness_policy
+from waterline.dagster.partitions import partitions_def_for
+from waterline.spec import FeedSpec
 
 HELD = "held"
+KINDS = {"spark", "delta"}
 
 
 class WaterlineTranslator:
-    """Maps a feed's tables to Dagster asset keys, groups and descriptions.
+    """Maps a feed's tables to Dagster asset specs.
 
     Subclass and pass an instance to ``definitions_from_specs(..., translator=)``
-    (the pattern of dagster-dbt's ``DagsterDbtTranslator``). ``table`` is
-    ``"held"`` or a tier name. Job, sensor and check names keep the feed name
-    (``<feed>_release``, ``<feed>_release_sensor``) whatever the keys are.
+    or the ``ReleaseFeed`` Component. ``table`` is ``"held"`` or a tier name. Job,
+    sensor and check names keep the feed name (``<feed>_release``,
+    ``<feed>_release_sensor``) whatever the keys are.
     """
 
-    def get_asset_key(self, spec: "FeedSpec", table: str) -> AssetKey:
+    def get_asset_spec(self, spec: FeedSpec, table: str) -> AssetSpec:
+        """The ``AssetSpec`` of ``table``: ``[feed, "held"]`` is partitioned like the spec;
+        each tier depends on the held asset and carries its freshness policy."""
+        held = table == HELD
+        return AssetSpec(
+            key=self.get_asset_key(spec, table),
+            deps=[] if held else [self.get_asset_key(spec, HELD)],
+            group_name=self.get_group_name(spec),
+            description=self.get_description(spec, table),
+            kinds=set(KINDS),
+            tags=self.get_tags(spec, table),
+            metadata=self.get_metadata(spec, table),
+            freshness_policy=None if held else tier_freshness_policy(spec, table),
+            partitions_def=partitions_def_for(spec) if held else None,
+        )
+
+    def get_asset_key(self, spec: FeedSpec, table: str) -> AssetKey:
         return AssetKey([spec.feed, table])
 
-    def get_group_name(self, spec: "FeedSpec") -> str | None:
+    def get_group_name(self, spec: FeedSpec) -> str | None:
         return spec.feed
 
-    def get_description(self, spec: "FeedSpec", table: str) -> str:
+    def get_description(self, spec: FeedSpec, table: str) -> str:
         if table == HELD:
             text = (
                 f"Versions of feed `{spec.feed}` and their release schedules (the held table). "
@@ -40,5 +65,12 @@ class WaterlineTranslator:
             )
         return f"{spec.description}\n\n{text}" if spec.description else text
 
-    def get_tags(self, spec: "FeedSpec", table: str) -> dict[str, str]:
+    def get_tags(self, spec: FeedSpec, table: str) -> dict[str, str]:
         return {"waterline/feed": spec.feed, "waterline/table": table}
+
+    def get_metadata(self, spec: FeedSpec, table: str) -> dict[str, Any]:
+        if table == HELD:
+            return {"dagster/uri": spec.held_path, "waterline/feed": spec.feed}
+        lag = expected_lag_seconds(spec, table)
+        return {"dagster/uri": spec.tier_path(table), "waterline/policy": spec.tiers[table]} | (
+            {} if lag is None else {"waterline/expected_lag_seconds": lag})
