@@ -6,6 +6,9 @@
 Per feed in dags/feeds/: ``<feed>_ingest`` (a run per partition) and
 ``<feed>_release`` (continuous, deferrable; unpaused so releases follow ingests).
 Paths in the specs resolve against the repo root, whatever the working directory.
+Spark runs where the specs' ``spark:`` keys say, unless the Airflow connection
+``waterline_default`` (type ``waterline``, see docs/airflow.md) or
+``WATERLINE_SPARK_MASTER``/``_REMOTE`` say otherwise.
 """
 
 from pathlib import Path

@@ -15,7 +15,10 @@ from tests.airflow.home import spec_yaml
 from tests.engine import feedkit
 from tests.engine.feedkit import PAYLOAD, read_tier
 from tests.engine.model import POLICIES, FeedModel, expected_tier
+from waterline import Feed, FeedStatus
 from waterline.clock import format_instant, parse_instant
+from waterline.engine.log.table_log import TableLog
+from waterline.spec import FeedSpec, load_spec
 
 TIERS = {t: POLICIES[t] for t in ("emb", "d10")}
 PARTITION = "2026-01-05"
@@ -72,10 +75,13 @@ def write_failing_feed(root: Path) -> Path:
     return spec_yaml(root / "feeds" / "g.yaml", data)
 
 
-def load(root: Path):
-    from waterline.spec import load_spec
-
+def load(root: Path) -> FeedSpec:
     return load_spec(root / "feeds" / "f.yaml")
+
+
+def status(spec: FeedSpec) -> FeedStatus:
+    """The feed's status from its Delta logs (`waterline.Feed.status`: no Spark)."""
+    return Feed(spec).status()
 
 
 def oracle(ingests: list[tuple[str, list[dict]]]) -> FeedModel:
@@ -90,9 +96,7 @@ def oracle(ingests: list[tuple[str, list[dict]]]) -> FeedModel:
 
 def ingest_order(spec) -> list[str]:
     """The held table's partitions by the seq of their first ingest (JVM-free read)."""
-    from waterline.engine.storage import delta_table
-
-    held = delta_table(spec.held_path).to_pyarrow_table(columns=["_wl_partition", "_wl_seq"]).to_pylist()
+    held = TableLog.open(spec.held_path).to_arrow(["_wl_partition", "_wl_seq"]).to_pylist()
     first: dict[str, int] = {}
     for row in held:
         first[row["_wl_partition"]] = min(row["_wl_seq"], first.get(row["_wl_partition"], row["_wl_seq"]))
@@ -101,9 +105,7 @@ def ingest_order(spec) -> list[str]:
 
 def assert_tiers_match_oracle(spec, model: FeedModel) -> dict[str, int]:
     """Every tier table equals `waterline.semantics` at the tier's recorded W_T; returns the W_Ts."""
-    from waterline.engine.state import read_feed_state
-
-    state = read_feed_state(spec)
+    state = status(spec)
     ws = {}
     for tier in TIERS:
         w = state.tiers[tier].w_us

@@ -8,11 +8,15 @@ naming the temporary home, a DAG folder holding one DAG file built by
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
-from contextlib import contextmanager
+import time
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Iterator
+
+import yaml
 
 from tests.dagster.deploy import free_port, stop
 
@@ -69,13 +73,44 @@ class AirflowHome:
             "PYSPARK_PYTHON": sys.executable,
         }
 
-    def cli(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(BIN / "airflow"), *args], cwd=str(self.root), env=self.env,
+    def cli(self, *args: str, timeout: float = 600, check: bool = True,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """``airflow ARGS``, waited for; ``env`` adds to the home's environment for this call."""
+        proc = subprocess.run([str(BIN / "airflow"), *args], cwd=str(self.root), env={**self.env, **(env or {})},
                               capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"airflow {' '.join(args)} exited {proc.returncode}:\n"
                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
         return proc
+
+    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """``airflow ARGS`` in the background, its stdout and stderr in a file (``.output``, read
+        with `finish`): a pipe nobody reads would stall it."""
+        output = self.root / f"airflow-{'-'.join(args[:2])}-{time.monotonic_ns()}.log"
+        with open(output, "w") as fh:
+            proc = subprocess.Popen([str(BIN / "airflow"), *args], cwd=str(self.root), env={**self.env, **(env or {})},
+                                    stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc.output = output  # type: ignore[attr-defined]
+        return proc
+
+    @staticmethod
+    def finish(proc: subprocess.Popen, *, timeout: float = 600) -> str:
+        """Wait for a `start`-ed command; its output. Fails unless it exited 0."""
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(proc, grace=10)
+            raise
+        out = proc.output.read_text(errors="replace")  # type: ignore[attr-defined]
+        if code != 0:
+            raise AssertionError(f"airflow {' '.join(map(str, proc.args[1:]))} exited {code}:\n{out[-6000:]}")
+        return out
+
+    def task_tries(self, dag_id: str) -> list[tuple[int, str]]:
+        """(try_number, state) of every task instance of ``dag_id``, read from the SQLite database."""
+        with closing(sqlite3.connect(self.home / "airflow.db", timeout=60)) as db:
+            return db.execute("SELECT try_number, state FROM task_instance WHERE dag_id = ? ORDER BY rowid",
+                              (dag_id,)).fetchall()
 
     def migrate(self) -> None:
         self.cli("db", "migrate", timeout=300)
@@ -98,8 +133,6 @@ class AirflowHome:
 
 
 def spec_yaml(path: Path, data: dict) -> Path:
-    import yaml
-
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path

@@ -44,44 +44,6 @@ def test_assets_name_the_delta_tables():
         tier_asset(spec, "nope")
 
 
-@pytest.mark.parametrize(
-    ("kind", "start", "end", "keys"),
-    [
-        ("daily", datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 6, tzinfo=UTC), ["2026-01-05"]),
-        ("daily", datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 8, tzinfo=UTC),
-         ["2026-01-05", "2026-01-06", "2026-01-07"]),
-        # a manual run: an empty interval names the partition containing it
-        ("daily", datetime(2026, 1, 6, 13, tzinfo=UTC), datetime(2026, 1, 6, 13, tzinfo=UTC), ["2026-01-06"]),
-        ("hourly", datetime(2026, 1, 5, 3, tzinfo=UTC), datetime(2026, 1, 5, 5, tzinfo=UTC),
-         ["2026-01-05-03:00", "2026-01-05-04:00"]),
-    ],
-)
-def test_a_data_interval_maps_to_its_partitions(kind, start, end, keys):
-    from waterline.airflow import partitions_in_interval
-    from waterline.spec import PartitionScheme
-
-    spec = _demo_specs()["ticks"]
-    scheme = PartitionScheme(kind=kind, start="2026-01-01" if kind == "daily" else "2026-01-01-00:00")
-    from dataclasses import replace
-
-    assert partitions_in_interval(replace(spec, partitions=scheme), start, end) == keys
-
-
-def test_an_interval_outside_the_scheme_or_a_static_scheme_is_one_clear_line():
-    from dataclasses import replace
-
-    from waterline.airflow import partitions_in_interval
-    from waterline.errors import WaterlineError
-    from waterline.spec import PartitionScheme
-
-    spec = _demo_specs()["ticks"]
-    with pytest.raises(WaterlineError, match="before the first partition"):
-        partitions_in_interval(spec, datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 1, 2, tzinfo=UTC))
-    static = replace(spec, partitions=PartitionScheme(kind="static", values=("a", "b")))
-    with pytest.raises(WaterlineError, match=r"static partitions do not follow time.*\['a', 'b'\]"):
-        partitions_in_interval(static, datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 6, tzinfo=UTC))
-
-
 def test_the_trigger_serialises_to_a_spec_the_triggerer_can_rebuild():
     from waterline.airflow import WaterlineDueTrigger
     from waterline.spec import spec_from_dict
@@ -150,3 +112,21 @@ def test_catchup_runs_are_the_schemes_partitions_once_each(kind, start, end):
     keys = [key for run in runs for key in run]
     assert all(len(run) == 1 for run in runs) and keys[0] == start and keys[-1] == end
     assert len(keys) == len(set(keys)) == (4 if kind == "daily" else 5)
+
+
+def test_tasks_retry_transient_failures_and_use_the_hooks_connection():
+    """`dags_from_specs` gives each task two retries 30 s apart (a busy or lost lease, a lost commit
+    race pass; a `WaterlineError` fails at once whatever ``retries`` says), under the caller's
+    ``default_args``, and the `WaterlineHook` connection id."""
+    from datetime import timedelta
+
+    from waterline.airflow import dags_from_specs
+
+    spec = _demo_specs()["ticks"]
+    for dag in dags_from_specs(spec).values():
+        (task,) = dag.tasks
+        assert (task.retries, task.retry_delay, task.waterline_conn_id) == (2, timedelta(seconds=30), "waterline_default")
+    for dag in dags_from_specs(spec, default_args={"retry_delay": 5}, waterline_conn_id="wl_prod").values():
+        (task,) = dag.tasks
+        assert (task.retries, task.retry_delay, task.waterline_conn_id) == (2, timedelta(seconds=5), "wl_prod")
+        assert task.hook.waterline_conn_id == "wl_prod"

@@ -1,6 +1,8 @@
 """`airflow dags test` of a feed's ingest and release DAGs on a real Airflow (temporary
-AIRFLOW_HOME, SQLite): the release task defers to `WaterlineDueTrigger`, which Airflow
-runs inline, and the tiers equal `waterline.semantics` after each release.
+AIRFLOW_HOME, SQLite): the first ingest meets a busy feed lease and succeeds on Airflow's
+retry, the release task defers to `WaterlineDueTrigger`, which Airflow runs inline, the
+tiers equal `waterline.semantics` after each release, and a feed failing on its data
+fails at once although its task has retries.
 """
 
 from __future__ import annotations
@@ -28,13 +30,17 @@ from tests.airflow.feed import (
     write_feed,
 )
 from tests.airflow.home import BIN, AirflowHome
+from tests.dagster.deploy import wait_for
 from tests.engine import feedkit
 from waterline.clock import SystemClock, format_instant
-from waterline.engine.timeliness import appearances
+from waterline.engine.log.lease import feed_lease
+from waterline.engine.log.timeliness import appearances
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 
 LEAD = 20  # the trigger fires this long before the due moment; the task starts Spark and waits
+# Every task may retry once, RETRY_DELAY s after a failed try; a task waits LEASE_WAIT s for a busy lease.
+RETRY_DELAY, LEASE_WAIT = 5, 3
 # A release DAG that does not defer: it releases to the clock at once, due or not.
 RELEASE_NOW = """
 from datetime import datetime, timezone
@@ -52,16 +58,26 @@ with DAG("f_release_now", schedule=None, start_date=datetime(2026, 1, 1, tzinfo=
 def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_path):
     feeds = write_feed(tmp_path, lead_seconds=LEAD)
     failing = write_failing_feed(tmp_path)
-    airflow = AirflowHome(tmp_path, feeds, dag_kwargs='release_options={"idle_seconds": 600}',
+    airflow = AirflowHome(tmp_path, feeds, dag_kwargs='release_options={"idle_seconds": 600}, '
+                          f'default_args={{"retries": 1, "retry_delay": {RETRY_DELAY}}}',
                           dag_code=RELEASE_NOW.format(spec=str(feeds / "f.yaml")))
     airflow.migrate()
     spec = load(tmp_path)
 
-    # A manual run names its partition by its logical date.
+    # A manual run names its partition by its logical date. The feed is busy (its lease held
+    # here, as a Dagster run or a CLI release would hold it): the task's first try gives up
+    # waiting for the lease (LeaseBusy, a transient error); its retry, once the lease is free,
+    # ingests.
     started = time.monotonic()
-    ingest = airflow.cli("dags", "test", "f_ingest", PARTITION)
-    ingest_seconds = time.monotonic() - started
-    assert "f/2026-01-05: read 2 rows, wrote 2 versions" in ingest.stdout + ingest.stderr
+    with feed_lease(spec.feed_dir, feed=spec.feed, timeout_s=10):
+        run = airflow.start("dags", "test", "f_ingest", PARTITION, env={"WATERLINE_LEASE_WAIT_S": str(LEASE_WAIT)})
+        wait_for(lambda: _first_try_failed(airflow, run), timeout=600, interval=0.2,
+                 what="the ingest's first try to fail on the busy lease")
+    out = airflow.finish(run)
+    ingest_seconds = time.monotonic() - started - LEASE_WAIT - RETRY_DELAY  # as long as one ingest
+    assert "f/2026-01-05: read 2 rows, wrote 2 versions" in out
+    assert "LeaseBusy: feed f: busy, lease" in out and "(transient: the task's retries apply)" in out, out[-4000:]
+    assert airflow.task_tries("f_ingest") == [(2, "success")]
 
     # Something is due now: the task releases at once, without deferring.
     first = airflow.cli("dags", "test", "f_release")
@@ -115,10 +131,11 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     assert all(w >= before for w in w_now.values()), (w_now, before)
     assert "f/emb: W_T " in out and "released 0" in out, out[-4000:]
 
-    # A feed whose transform fails on its data: the task fails at once (no retry) with the
-    # CLI's one line in the task log, and no Spark/py4j chain behind it.
+    # A feed whose transform fails on its data: the task fails at once (no retry, although it
+    # has one) with the CLI's one line in the task log, and no Spark/py4j chain behind it.
     bad = airflow.cli("dags", "test", "g_ingest", PARTITION, check=False)
     out = bad.stdout + bad.stderr
+    assert airflow.task_tries("g_ingest") == [(1, "failed")]
     cli = subprocess.run([str(BIN / "waterline"), "ingest", str(failing), "--partition", PARTITION],
                          capture_output=True, text=True, timeout=600)
     line = cli.stderr.strip()
@@ -127,3 +144,11 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     assert f"AirflowFailException: {message}" in out, out[-4000:]
     assert "Py4JJavaError" not in out and "at org.apache.spark" not in out
     assert bad.returncode == 1 and "DagRun failed" in out
+
+
+def _first_try_failed(airflow: AirflowHome, run: subprocess.Popen) -> bool:
+    """True once the ingest's first try is up for retry; fails if ``run`` ended before."""
+    if run.poll() is not None:
+        raise AssertionError(f"airflow dags test ended ({run.returncode}) before a retry: "
+                             f"{run.output.read_text(errors='replace')[-4000:]}")
+    return airflow.task_tries("f_ingest") == [(1, "up_for_retry")]

@@ -30,14 +30,14 @@ from tests.airflow.feed import (
     ingest_order,
     load,
     oracle,
+    status,
     write_feed,
 )
 from tests.airflow.home import REPO, AirflowHome
 from tests.dagster.deploy import wait_for
 from tests.engine import feedkit
 from waterline.clock import SystemClock, format_instant
-from waterline.engine.state import read_feed_state
-from waterline.engine.timeliness import appearances
+from waterline.engine.log.timeliness import appearances
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 
@@ -88,14 +88,14 @@ def test_standalone_backfills_and_a_deferred_release_fires_at_the_due_moment(tmp
         # Backfill runs wait while their DAG is paused (ingest DAGs are created paused). The
         # spec's `end` is 2026-01-06, so unpausing schedules nothing beyond the backfill's days.
         airflow.cli("dags", "unpause", "f_ingest")
-        wait_for(lambda: read_feed_state(spec).seq >= 2, timeout=400, interval=2,
+        wait_for(lambda: status(spec).seq >= 2, timeout=400, interval=2,
                  what=f"the backfill to ingest both partitions ({airflow.log_tail(2000)})")
         phases["backfill done"] = time.monotonic() - started
         # Both runs may take the feed lease in either order: the oracle replays the held table's.
         rows_of = {PARTITION: FIRST_ROWS, LAST_PARTITION: [SECOND_DAY]}
         backfill = [(key, rows_of[key]) for key in ingest_order(spec)]
         # A release commits tier by tier: wait until every tier has seen both ingests.
-        wait_for(lambda: all(t.seq >= 2 for t in read_feed_state(spec).tiers.values()), timeout=300, interval=1,
+        wait_for(lambda: all(t.seq >= 2 for t in status(spec).tiers.values()), timeout=300, interval=1,
                  what="the release DAG to release the backfilled rows")
         phases["first release"] = time.monotonic() - started
         assert_tiers_match_oracle(spec, oracle(backfill))
@@ -108,15 +108,15 @@ def test_standalone_backfills_and_a_deferred_release_fires_at_the_due_moment(tmp
         feedkit.write_partition(tmp_path, LAST_PARTITION, revised)
         airflow.cli("dags", "trigger", "f_ingest", "--logical-date", "2026-01-06T12:00:00+00:00",
                     "--conf", json.dumps({"partitions": [LAST_PARTITION]}))
-        wait_for(lambda: read_feed_state(spec).seq >= 3, timeout=400, interval=1,
+        wait_for(lambda: status(spec).seq >= 3, timeout=400, interval=1,
                  what=f"the triggered ingest of the revision ({airflow.log_tail(2000)})")
         phases["revision ingested"] = time.monotonic() - started
         ahead = (due - SystemClock().now_us()) / SECOND
         assert ahead > LEAD, f"the revision's ingest took longer than planned ({phases}): {ahead:.0f} s left"
-        assert read_feed_state(spec).tiers["emb"].w_us < due
+        assert status(spec).tiers["emb"].w_us < due
 
         # No manual step: the continuous release DAG's deferred task fires at the moment.
-        wait_for(lambda: all((t.w_us or 0) >= due for t in read_feed_state(spec).tiers.values()), timeout=ahead + 300,
+        wait_for(lambda: all((t.w_us or 0) >= due for t in status(spec).tiers.values()), timeout=ahead + 300,
                  interval=0.5, what=f"the deferred release at {format_instant(due)} ({airflow.log_tail(2000)})")
         phases["deferred release"] = time.monotonic() - started
         assert_tiers_match_oracle(spec, oracle([*backfill, (LAST_PARTITION, revised)]))
@@ -132,7 +132,7 @@ def test_standalone_backfills_and_a_deferred_release_fires_at_the_due_moment(tmp
         assert armed, f"the release task did not say whether it waited: {log[-3000:]}"
 
         # The downstream DAG ran on the tier's events and saw the deferred release's W_T.
-        w_emb = read_feed_state(spec).tiers["emb"].w_us
+        w_emb = status(spec).tiers["emb"].w_us
         wait_for(lambda: consumed.exists() and w_emb in [json.loads(x)["w_us"] for x in consumed.read_text().splitlines()],
                  timeout=180, interval=1, what=f"the consumer DAG to run on W_T {format_instant(w_emb)}")
         asset = _api(airflow, "/api/v2/assets", name_pattern="f/emb")["assets"][0]

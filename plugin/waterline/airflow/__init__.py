@@ -1,4 +1,4 @@
-"""Airflow 3 integration: the same feeds, engine and guarantees as the Dagster one.
+"""Airflow 3 integration: the same feeds, `waterline.Feed` and guarantees as the Dagster one.
 
     # an Airflow DAG file
     from waterline.airflow import dags_from_specs
@@ -9,22 +9,35 @@ partitions, so ``catchup`` and ``airflow backfill create`` ingest past ones)
 and ``<feed>_release`` (continuous; a deferrable task waits in the triggerer
 for the next due moment, reading Delta commit metadata only, then releases).
 Assets ``<feed>/held`` and ``<feed>/<tier>``; a release's asset events carry
-the tier's W_T in their ``extra``. See docs/airflow.md.
+the tier's W_T in their ``extra``.
+
+The pieces, as in an Airflow provider: `WaterlineHook` (the ``waterline``
+connection: where Spark runs) returns a `waterline.Feed`; the operators
+`WaterlineIngestOperator` and `WaterlineReleaseOperator` and the trigger
+`WaterlineDueTrigger` are thin adapters over it; `partitions_for_run` and
+`partitions_in_interval` are the pure mapping of runs to partitions. See
+docs/airflow.md.
 """
 
 from waterline.airflow.assets import held_asset, tier_asset, tier_assets
 from waterline.airflow.dags import dags_from_specs, ingest_dag, ingest_dag_id, release_dag, release_dag_id
-from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator, partitions_in_interval
+from waterline.airflow.errors import airflow_failures
+from waterline.airflow.hooks import WaterlineHook
+from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator
+from waterline.airflow.partitions import partitions_for_run, partitions_in_interval
 from waterline.airflow.triggers import WaterlineDueTrigger
 
 __all__ = [
     "WaterlineDueTrigger",
+    "WaterlineHook",
     "WaterlineIngestOperator",
     "WaterlineReleaseOperator",
+    "airflow_failures",
     "dags_from_specs",
     "held_asset",
     "ingest_dag",
     "ingest_dag_id",
+    "partitions_for_run",
     "partitions_in_interval",
     "release_dag",
     "release_dag_id",

@@ -9,12 +9,10 @@ and reads the tier's waterline W_T from the triggering event's ``extra``.
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
 from airflow.sdk import Asset
 
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
+from waterline.spec import FeedSpec
 
 GROUP = "waterline"
 
@@ -26,17 +24,17 @@ def table_uri(path: str) -> str:
     return PurePosixPath(path).as_uri() if path.startswith("/") else path
 
 
-def held_asset(spec: "FeedSpec") -> Asset:
+def held_asset(spec: FeedSpec) -> Asset:
     return Asset(name=f"{spec.feed}/held", uri=table_uri(spec.held_path), group=GROUP,
                  extra={"waterline/feed": spec.feed})
 
 
-def tier_asset(spec: "FeedSpec", tier: str) -> Asset:
+def tier_asset(spec: FeedSpec, tier: str) -> Asset:
     if tier not in spec.tiers:
         raise KeyError(f"feed {spec.feed}: unknown tier {tier!r} (tiers: {', '.join(spec.tiers)})")
     return Asset(name=f"{spec.feed}/{tier}", uri=table_uri(spec.tier_path(tier)), group=GROUP,
                  extra={"waterline/feed": spec.feed, "waterline/policy": spec.tiers[tier]})
 
 
-def tier_assets(spec: "FeedSpec") -> list[Asset]:
+def tier_assets(spec: FeedSpec) -> list[Asset]:
     return [tier_asset(spec, tier) for tier in spec.tiers]

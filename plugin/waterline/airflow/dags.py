@@ -16,25 +16,28 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Union
+from typing import Any, Iterable, Union
 
 from airflow.sdk import DAG, CronDataIntervalTimetable
 
+from waterline.airflow.hooks import WaterlineHook
 from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator
+from waterline.spec import FeedSpec
+from waterline.spec.loader import load_feed_specs
 from waterline.spec.partitions import DAILY_FORMAT, HOURLY_FORMAT
 
-if TYPE_CHECKING:
-    from waterline.spec import FeedSpec
-
-SpecLike = Union[str, Path, "FeedSpec"]
+SpecLike = Union[str, Path, FeedSpec]
 TAGS = ["waterline"]
+#: Under the caller's ``default_args``: a transient failure (the feed lease busy or lost, a
+#: commit race lost) is retried; a `WaterlineError` fails at once whatever ``retries`` says.
+DEFAULT_ARGS: dict[str, Any] = {"retries": 2, "retry_delay": timedelta(seconds=30)}
 
 
-def ingest_dag_id(spec: "FeedSpec") -> str:
+def ingest_dag_id(spec: FeedSpec) -> str:
     return f"{spec.feed}_ingest"
 
 
-def release_dag_id(spec: "FeedSpec") -> str:
+def release_dag_id(spec: FeedSpec) -> str:
     return f"{spec.feed}_release"
 
 
@@ -46,6 +49,7 @@ def dags_from_specs(
     release_paused: bool | None = None,
     release_options: dict[str, Any] | None = None,
     default_args: dict[str, Any] | None = None,
+    waterline_conn_id: str | None = WaterlineHook.default_conn_name,
 ) -> dict[str, DAG]:
     """``{dag_id: DAG}`` for every feed: put them in a DAG file's globals.
 
@@ -53,21 +57,22 @@ def dags_from_specs(
     start gets a run). ``release_paused`` sets the release DAGs' pause state at
     creation (None: the instance's ``dags_are_paused_at_creation``);
     ``release_options`` go to each `WaterlineReleaseOperator` (``poll_seconds``,
-    ``idle_seconds``, ``deferrable``).
+    ``idle_seconds``, ``deferrable``). ``default_args`` go over `DEFAULT_ARGS` (two
+    retries, 30 s apart). ``waterline_conn_id`` names the `WaterlineHook` connection
+    (Spark settings) of every task; None: the specs' ``spark:`` keys and the environment.
     """
-    from waterline.spec.loader import load_feed_specs
-
     dags: dict[str, DAG] = {}
     for spec in load_feed_specs(paths_or_specs, base_dir=base_dir):
-        ingest = ingest_dag(spec, catchup=catchup, default_args=default_args)
+        ingest = ingest_dag(spec, catchup=catchup, default_args=default_args, waterline_conn_id=waterline_conn_id)
         release = release_dag(spec, is_paused_upon_creation=release_paused, default_args=default_args,
-                              **(release_options or {}))
+                              waterline_conn_id=waterline_conn_id, **(release_options or {}))
         dags[ingest.dag_id] = ingest
         dags[release.dag_id] = release
     return dags
 
 
-def ingest_dag(spec: "FeedSpec", *, catchup: bool = False, default_args: dict[str, Any] | None = None) -> DAG:
+def ingest_dag(spec: FeedSpec, *, catchup: bool = False, default_args: dict[str, Any] | None = None,
+               waterline_conn_id: str | None = WaterlineHook.default_conn_name) -> DAG:
     """``<feed>_ingest``: a run per partition (see the module docstring)."""
     scheme = spec.partitions
     schedule: Any = None
@@ -89,19 +94,20 @@ def ingest_dag(spec: "FeedSpec", *, catchup: bool = False, default_args: dict[st
         catchup=catchup,
         max_active_runs=1,  # one Spark ingest at a time; the feed lease would serialise them anyway
         tags=[*TAGS, spec.feed],
-        default_args=default_args or {},
+        default_args={**DEFAULT_ARGS, **(default_args or {})},
         doc_md=_doc(spec),
         params={"partitions": None} if scheme.kind == "static" else {},
     ) as dag:
-        WaterlineIngestOperator(task_id="ingest", spec=spec)
+        WaterlineIngestOperator(task_id="ingest", spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
 
 
 def release_dag(
-    spec: "FeedSpec",
+    spec: FeedSpec,
     *,
     is_paused_upon_creation: bool | None = None,
     default_args: dict[str, Any] | None = None,
+    waterline_conn_id: str | None = WaterlineHook.default_conn_name,
     **operator_options: Any,
 ) -> DAG:
     """``<feed>_release``: continuous; its one deferrable task releases at each due moment."""
@@ -113,15 +119,15 @@ def release_dag(
         catchup=False,
         max_active_runs=1,  # continuous DAGs run one at a time; two releases of a feed never overlap here
         tags=[*TAGS, spec.feed],
-        default_args=default_args or {},
+        default_args={**DEFAULT_ARGS, **(default_args or {})},
         is_paused_upon_creation=is_paused_upon_creation,
         doc_md=_doc(spec),
     ) as dag:
-        WaterlineReleaseOperator(task_id="release", spec=spec, **operator_options)
+        WaterlineReleaseOperator(task_id="release", spec=spec, waterline_conn_id=waterline_conn_id, **operator_options)
     return dag
 
 
-def _doc(spec: "FeedSpec") -> str:
+def _doc(spec: FeedSpec) -> str:
     tiers = "\n".join(f"- `{tier}`: `{policy}`" for tier, policy in spec.tiers.items())
     return (f"{spec.description or ''}\n\nFeed `{spec.feed}` ({spec.origin}), partitions "
             f"{spec.partitions.kind}. Tiers:\n{tiers}\n")
