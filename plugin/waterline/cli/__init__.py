@@ -1,6 +1,8 @@
 """The `waterline` command: plan, ingest, backfill, release, status, hold/resume, gc, demo.
 
-Every error is one line on stderr and a non-zero exit; `--verbose` adds the traceback.
+Every error is one line on stderr and a non-zero exit (2: the input is at fault; 75,
+``EX_TEMPFAIL``: the feed was busy or a commit lost a race, run it again later; 1:
+anything else); `--verbose` adds the traceback.
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ import traceback
 import click
 
 from waterline.cli.commands import cli
-from waterline.errors import WaterlineError
+from waterline.cli.share import share_group
+from waterline.errors import TransientError, WaterlineError
+
+cli.add_command(share_group)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
+EXIT_TRANSIENT = 75  # sysexits.h EX_TEMPFAIL: cron wrappers and schedulers retry on it
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
         if verbose:
             traceback.print_exc()
         click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_USER_ERROR)
+        sys.exit(EXIT_TRANSIENT if isinstance(exc, TransientError) else EXIT_USER_ERROR)
     except Exception as exc:  # Spark and Delta errors: keep the first line, the rest behind --verbose
         if verbose:
             traceback.print_exc()

@@ -1,0 +1,160 @@
+"""`waterline share serve|token`: deliver tiers to audiences over Delta Sharing.
+
+    waterline share serve SPEC... [--host 127.0.0.1] [--port N]
+    waterline share token create|list|revoke RECIPIENT --spec SPEC [--expires 30d]
+
+The token store is ``<warehouse>/_wl_sharing/tokens.json`` of the (first) spec's
+warehouse (a file for a local one, an object for an S3 one), or ``--store PATH|s3://...``.
+See docs/sharing.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+
+import click
+
+from waterline.clock import duration_us, parse_duration
+from waterline.errors import WaterlineError
+from waterline.sharing.protocol import ShareError, check_bind
+from waterline.sharing.tokens import TokenStore, default_store_path, profile
+from waterline.spec import load_specs
+
+_STORE = click.option("--store", "store_path", type=click.Path(dir_okay=False),
+                      help="Token store: a file or an s3:// object (default: <warehouse>/_wl_sharing/tokens.json "
+                           "of the spec).")
+
+
+def _specs(paths):
+    return load_specs(paths)
+
+
+def _store(specs, store_path):
+    return TokenStore(store_path or default_store_path(specs[0]))
+
+
+@click.group("share")
+def share_group() -> None:
+    """Serve tiers to their audiences over Delta Sharing; manage recipients' tokens."""
+
+
+@share_group.command("serve")
+@click.argument("specs", nargs=-1, required=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="TLS certificate (PEM).")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM).")
+@click.option("--insecure", is_flag=True, help="Allow plain HTTP on a non-loopback address (behind a TLS proxy).")
+@click.option("--url-ttl", default=900, show_default=True, type=click.IntRange(10, 7 * 86400),
+              help="Seconds a file URL stays valid.")
+@_STORE
+def serve(specs, host, port, tls_cert, tls_key, insecure, url_ttl, store_path) -> None:
+    """Serve the tiers of SPEC... (one share per feed) until interrupted."""
+    # uvicorn and starlette cost ~90 ms at import and only `serve` needs them: every other
+    # `waterline` command (and shell completion) would pay it at module level.
+    import uvicorn
+
+    from waterline.sharing.server import SharingServer, build_app, uvicorn_config
+
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("give both --tls-cert and --tls-key")
+    try:
+        check_bind(host, tls=bool(tls_cert), insecure=insecure)
+    except ShareError as exc:
+        raise WaterlineError(exc.message) from None
+    loaded = _specs(specs)
+    if not any(spec.audiences for spec in loaded):
+        raise WaterlineError("no spec has `audiences:`; nothing would be shared")
+    server = SharingServer(loaded, _store(loaded, store_path), url_ttl_seconds=url_ttl)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    access = logging.getLogger("waterline.sharing.access")
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    scheme = "https" if tls_cert else "http"
+    click.echo(f"serving {', '.join(s.feed for s in loaded)} on {scheme}://{host}:{port}", err=True)
+    uvicorn.Server(uvicorn_config(build_app(server), host=host, port=port, tls_cert=tls_cert,
+                                  tls_key=tls_key)).run()
+
+
+@share_group.group("token")
+def token_group() -> None:
+    """Recipients' bearer tokens (only their hashes are stored)."""
+
+
+def _recipient_known(specs, recipient: str) -> None:
+    known = sorted({r for spec in specs for r in spec.audiences})
+    if recipient not in known:
+        raise WaterlineError(f"recipient {recipient!r} is in no spec's audiences "
+                             f"(audiences: {', '.join(known) or 'none'})")
+
+
+@token_group.command("create")
+@click.argument("recipient")
+@click.option("--spec", "spec_paths", multiple=True, required=True, help="The feed spec(s) naming the recipient.")
+@click.option("--expires", default="30d", show_default=True, help="Lifetime, e.g. 12h, 30d, 90 days; 'never'.")
+@click.option("--endpoint", default="http://127.0.0.1:8080", show_default=True,
+              help="The server's URL as subscribers reach it (goes into the profile file).")
+@_STORE
+def token_create(recipient, spec_paths, expires, endpoint, store_path) -> None:
+    """Create a token for RECIPIENT and print its profile file (JSON) on stdout."""
+    specs = _specs(spec_paths)
+    _recipient_known(specs, recipient)
+    now = int(time.time() * 1000)
+    expires_ms = None
+    if expires != "never":
+        try:
+            lifetime = duration_us(parse_duration(_expand(expires))) // 1000
+        except (ValueError, WaterlineError) as exc:
+            raise WaterlineError(f"--expires: {exc}") from None
+        if lifetime <= 0:
+            raise WaterlineError("--expires: must be longer than 0 seconds")
+        expires_ms = now + lifetime
+    token, record = _store(specs, store_path).create(recipient, now_ms=now, expires_ms=expires_ms)
+    click.echo(json.dumps(profile(endpoint, token, expires_ms), indent=2))
+    click.echo(f"token {record.id} for {recipient} created; the profile above is shown once", err=True)
+
+
+@token_group.command("list")
+@click.argument("recipient", required=False)
+@click.option("--spec", "spec_paths", multiple=True, required=True)
+@_STORE
+def token_list(recipient, spec_paths, store_path) -> None:
+    """List tokens (id, recipient, created, expires, revoked), never the tokens themselves."""
+    now = int(time.time() * 1000)
+    for r in _store(_specs(spec_paths), store_path).records():
+        if recipient in (None, r.recipient):
+            state = "revoked" if r.revoked_ms else ("active" if r.active(now) else "expired")
+            click.echo(f"{r.id}  {r.recipient}  {state}  created={_iso(r.created_ms)}  "
+                       f"expires={_iso(r.expires_ms) if r.expires_ms else 'never'}")
+
+
+@token_group.command("revoke")
+@click.argument("recipient")
+@click.option("--spec", "spec_paths", multiple=True, required=True)
+@click.option("--id", "token_id", help="Only this token (default: all of the recipient's live tokens).")
+@_STORE
+def token_revoke(recipient, spec_paths, token_id, store_path) -> None:
+    """Revoke RECIPIENT's tokens; a running server refuses them from its next request."""
+    revoked = _store(_specs(spec_paths), store_path).revoke(recipient, now_ms=int(time.time() * 1000),
+                                                            token_id=token_id)
+    if not revoked:
+        raise WaterlineError(f"no live token of {recipient!r}" + (f" with id {token_id}" if token_id else ""))
+    click.echo(f"revoked {len(revoked)} token(s) of {recipient}: {', '.join(r.id for r in revoked)}")
+
+
+def _expand(text: str) -> str:
+    """`30d`, `12h`, `15m`, `90s` as the duration words `parse_duration` reads."""
+    match = re.fullmatch(r"\s*(\d+)\s*([dhms])\s*", text)
+    if not match:
+        return text
+    unit = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}[match.group(2)]
+    return f"{match.group(1)} {unit}"
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
