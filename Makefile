@@ -19,6 +19,8 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+# The Jupyter kernel docs/quickstart.ipynb names: this venv's Python (`jupyter` finds it under .venv/share).
+	$(BIN)/python -m ipykernel install --sys-prefix --name waterline --display-name "waterline (.venv)" >/dev/null
 	mvn -q -B -f build/delta-jars.pom.xml dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
 	mvn -q -B -f build/s3-jars.pom.xml dependency:copy-dependencies \
