@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tests.engine.feedkit import far_future_clock, make_spec, write_partition
 from tests.engine.model import MINUTE, POLICIES
+from waterline.errors import TransientError
 
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
 TIERS = {t: POLICIES[t] for t in ("d10", "win", "mixed")}
@@ -38,6 +39,23 @@ def random_output(rng: random.Random, partition: str) -> list[dict]:
     ]
 
 
+#: Runs of one operation a driver makes when it ends in a TransientError, as a scheduler's retries would.
+ATTEMPTS = 3
+
+
+def run_retrying(operation):
+    """``operation()``, run again after a `TransientError` (a lease lost to a paused heartbeat
+    on a loaded machine, a busy lease, lost commit races): such a run committed nothing it
+    would not commit again, so re-running it is what Dagster and Airflow do too."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return operation()
+        except TransientError as exc:
+            if attempt == ATTEMPTS:
+                raise
+            print(json.dumps({"transient": str(exc), "attempt": attempt}), file=sys.stderr, flush=True)
+
+
 def main(root: Path, warehouse: str, partition: str, seed: int, ops: int) -> None:
     from waterline import Feed
     from waterline.engine.log.spark_config import SessionConfig
@@ -50,11 +68,11 @@ def main(root: Path, warehouse: str, partition: str, seed: int, ops: int) -> Non
         if rng.random() < 0.5:
             rows = random_output(rng, partition)
             write_partition(root, partition, rows)
-            result = feed.ingest(partition)
+            result = run_retrying(lambda: feed.ingest(partition))
             print(json.dumps({"op": "ingest", "rows": rows, "seq": result.seq}), flush=True)
         else:
             as_of = BASE_US + rng.randrange(0, 150) * MINUTE
-            result = feed.release(as_of=as_of)
+            result = run_retrying(lambda: feed.release(as_of=as_of))
             print(json.dumps({"op": "release", "as_of": as_of, "w": result.w_us}), flush=True)
     spark.stop()
 
