@@ -75,9 +75,19 @@ class AirflowHome:
 
     def cli(self, *args: str, timeout: float = 600, check: bool = True,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        """``airflow ARGS``, waited for; ``env`` adds to the home's environment for this call."""
-        proc = subprocess.run([str(BIN / "airflow"), *args], cwd=str(self.root), env={**self.env, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
+        """``airflow ARGS``, waited for; ``env`` adds to the home's environment for this call.
+
+        A call that failed on SQLite's "database is locked" runs again (up to 3 tries): the
+        busy timeout does not help when a read transaction must upgrade to a write while a
+        component holds the write lock (SQLite refuses at once rather than deadlock), and
+        Airflow undoes such a half-made backfill precisely so that the caller can retry.
+        """
+        for attempt in range(3):
+            proc = subprocess.run([str(BIN / "airflow"), *args], cwd=str(self.root), env={**self.env, **(env or {})},
+                                  capture_output=True, text=True, timeout=timeout)
+            if proc.returncode == 0 or "database is locked" not in proc.stdout + proc.stderr:
+                break
+            time.sleep(2 * (attempt + 1))
         if check and proc.returncode != 0:
             raise AssertionError(f"airflow {' '.join(args)} exited {proc.returncode}:\n"
                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
