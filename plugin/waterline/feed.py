@@ -89,6 +89,7 @@ class Feed:
         self.clock = clock or SystemClock()
         self.quiet = quiet
         self.jvm_log: Path | None = None
+        self._jvm_log_taken = False
         self._session: Any = None
         self._config: SessionConfig | None = None
         if isinstance(spark, str):
@@ -134,6 +135,14 @@ class Feed:
     @property
     def spark_started(self) -> bool:
         return self._session is not None
+
+    def take_jvm_log(self) -> Path | None:
+        """`jvm_log` the first time it is asked for once this feed's JVM writes there, else None:
+        for callers that say where the JVM's own output goes once, however many steps use the feed."""
+        if self.jvm_log is None or self._jvm_log_taken:
+            return None
+        self._jvm_log_taken = True
+        return self.jvm_log
 
     def session_config(self) -> SessionConfig:
         """Where this feed's Spark runs: the ``spark`` argument, else the spec's key and the environment."""

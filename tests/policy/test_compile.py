@@ -6,7 +6,7 @@ import pytest
 
 from waterline.errors import WaterlineError
 from waterline.policy import Bound, Branch, PolicyError, ReleasePlan, compile_policy, plan_from_spec_tiers
-from waterline.policy import plan as plan_module
+from waterline.semantics import NEG_INF, POS_INF
 
 COLUMNS = {"event_time": "timestamp", "embargo_until": "timestamp", "status": "string", "n": "bigint",
            "is_final": "boolean", "arr": "array<bigint>"}
@@ -147,9 +147,11 @@ def test_typer_rejects_non_timestamp_bounds_and_non_boolean_conditions():
 
 
 def test_sentinels_match_semantics():
-    semantics = pytest.importorskip("waterline.semantics")
-    assert plan_module._NEG_INF == semantics.NEG_INF
-    assert plan_module._POS_INF == semantics.POS_INF
+    # The plan's minus/plus infinity are the oracle's: an unbounded interval, and the takeover of
+    # a row never visible.
+    _, start, end = compile_policy("TRUE").single_interval_sql()
+    assert (start, end) == (str(NEG_INF), str(POS_INF))
+    assert compile_policy("FALSE").tau_sql() == str(NEG_INF)
 
 
 # --- rejections ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ On ``[feed, "held"]``: ``quarantine_empty`` (WARN), JVM-free.
 
 
 
+from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
@@ -99,22 +100,33 @@ def build_quarantine_check(spec: FeedSpec, translator: WaterlineTranslator):
 
 # -- evaluations ---------------------------------------------------------------
 
-def evaluate_tier_checks(feed: Feed, wanted: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class TierChecks:
+    """What the selected checks of one tier are evaluated from: the check ``names``, the tier's
+    ``audit`` (None unless embargo safety or uniqueness is selected) and its W_T ``history``
+    (None unless monotonicity is selected)."""
+
+    names: set[str]
+    audit: TierAudit | None
+    history: WaterlineHistory | None
+
+
+def evaluate_tier_checks(feed: Feed, wanted: dict[str, set[str]]) -> dict[str, TierChecks]:
     """The selected checks of each tier: the audit (one Spark pass per tier, plans compiled once)
     when embargo safety or uniqueness is asked for, the W_T history (no Spark) for monotonicity."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TierChecks] = {}
     spark_tiers = [t for t in feed.spec.tiers if wanted.get(t, set()) & {EMBARGO_SAFETY, UNIQUE_IDENTITY}]
     audits = feed.audit(spark_tiers) if spark_tiers else {}
     for tier in feed.spec.tiers:
         names = wanted.get(tier, set())
         if names:
-            out[tier] = {"names": names, "audit": audits.get(tier),
-                         "history": feed.waterline_history(tier) if MONOTONIC_WATERLINE in names else None}
+            out[tier] = TierChecks(names=names, audit=audits.get(tier),
+                                   history=feed.waterline_history(tier) if MONOTONIC_WATERLINE in names else None)
     return out
 
 
-def result_for(asset_key: AssetKey, evaluated: dict[str, Any]):
-    names, audit, history = evaluated["names"], evaluated["audit"], evaluated["history"]
+def result_for(asset_key: AssetKey, evaluated: TierChecks):
+    names, audit, history = evaluated.names, evaluated.audit, evaluated.history
     if MONOTONIC_WATERLINE in names:
         yield monotonic_result(asset_key, history)
     if EMBARGO_SAFETY in names:

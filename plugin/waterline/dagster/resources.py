@@ -41,8 +41,9 @@ class WaterlineResource(ConfigurableResource):
     retry_wait_seconds: float = Field(default=30.0, description="Seconds between those retries.")
 
     # One Feed per feed for the life of the run: the session starts once, whatever number
-    # of assets and checks of the run use it.
-    _feeds: dict[str, Feed] = PrivateAttr(default_factory=dict)
+    # of assets and checks of the run use it. Keyed by the feed's name and warehouse, each
+    # key's Feeds told apart by spec equality (a FeedSpec holds dicts: it is not hashable).
+    _feeds: dict[tuple[str, str], list[Feed]] = PrivateAttr(default_factory=dict)
     _context: InitResourceContext | None = PrivateAttr(default=None)
 
     @classmethod
@@ -65,16 +66,18 @@ class WaterlineResource(ConfigurableResource):
         """The `Feed` of ``spec`` for this run; ``spark`` (a running session) overrides the resource's Spark."""
         if spark is not None:
             return Feed(spec, spark=spark)
-        key = json.dumps(spec.to_dict(), sort_keys=True, default=str)
-        if key not in self._feeds:
-            self._feeds[key] = Feed(spec, spark=self.session_config())
-        return self._feeds[key]
+        feeds = self._feeds.setdefault((spec.feed, str(spec.warehouse)), [])
+        for feed in feeds:
+            if feed.spec == spec:
+                return feed
+        feed = Feed(spec, spark=self.session_config())
+        feeds.append(feed)
+        return feed
 
     def log_jvm(self, feed: Feed, log) -> None:
         """Say once where the JVM a run started writes its own output (the run's stderr stays clean)."""
-        if feed.jvm_log is not None and not getattr(feed, "_jvm_log_reported", False):
-            log.info(f"Spark: the JVM's own log is {feed.jvm_log} (WATERLINE_JVM_LOG)")
-            feed._jvm_log_reported = True
+        if (path := feed.take_jvm_log()) is not None:
+            log.info(f"Spark: the JVM's own log is {path} (WATERLINE_JVM_LOG)")
 
 
 _SHARED: dict[str, WaterlineResource] = {}

@@ -16,8 +16,6 @@ from waterline.errors import WaterlineError
 from waterline.policy.render import (
     describe_plan, plan_to_json, render_interval, render_non_empty, render_tau, render_vis,
 )
-from waterline.semantics import NEG_INF as _NEG_INF  # noqa: F401  the plan's sentinels are the oracle's
-from waterline.semantics import POS_INF as _POS_INF  # noqa: F401
 
 
 class PolicyError(WaterlineError):

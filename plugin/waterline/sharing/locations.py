@@ -17,9 +17,6 @@ from pathlib import Path
 from typing import Any, Callable, Union
 from urllib.parse import unquote
 
-import boto3
-from botocore.config import Config
-
 from waterline.engine.log import storage
 from waterline.sharing import protocol as P
 from waterline.sharing.files import FileSigner, resolve
@@ -82,15 +79,9 @@ TierLocation = Union[LocalTier, S3Tier]
 
 
 def s3_client(settings: storage.S3Settings | None = None):
-    """A boto3 S3 client like `storage.s3_client` (same endpoint, region, addressing, keys) that
-    pre-signs with Signature Version 4: botocore would sign URLs for a custom endpoint in
-    us-east-1 with the deprecated version 2, which newer AWS regions refuse."""
-    s = settings or storage.S3Settings.from_env()
-    return boto3.client(
-        "s3", endpoint_url=s.endpoint, region_name=s.region or "us-east-1",
-        aws_access_key_id=s.access_key, aws_secret_access_key=s.secret_key, aws_session_token=s.session_token,
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path" if s.path_style else "virtual"}),
-    )
+    """The boto3 S3 client `S3Tier` pre-signs file URLs with: `storage.s3_client` with
+    ``presign=True`` (Signature Version 4)."""
+    return storage.s3_client(settings, presign=True)
 
 
 def tier_location(path: str, *, share: str, tier: str, signer: FileSigner, s3_client: Callable[[], Any],

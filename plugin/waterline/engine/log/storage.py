@@ -168,17 +168,24 @@ def split_s3(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def s3_client(settings: S3Settings | None = None):
+def s3_client(settings: S3Settings | None = None, *, presign: bool = False):
     """A boto3 S3 client with the same endpoint, region, addressing style and keys as Spark's.
 
     For what neither Spark nor deltalake offers, e.g. conditional puts (``If-None-Match``).
     Without keys in the environment boto3's own credential chain applies.
+
+    ``presign=True``: a client for pre-signed URLs (the sharing server's S3 file URLs),
+    signing with Signature Version 4: botocore would sign URLs for a custom endpoint in
+    us-east-1 with the deprecated version 2, which newer AWS regions refuse.
     """
     # boto3 costs ~0.2 s to import, and only S3 warehouses need it: not at module level.
     import boto3
     from botocore.config import Config
 
     s = settings or S3Settings.from_env()
+    config = Config(s3={"addressing_style": "path" if s.path_style else "virtual"})
+    if presign:
+        config = config.merge(Config(signature_version="s3v4"))
     return boto3.client(
         "s3",
         endpoint_url=s.endpoint,
@@ -186,7 +193,7 @@ def s3_client(settings: S3Settings | None = None):
         aws_access_key_id=s.access_key,
         aws_secret_access_key=s.secret_key,
         aws_session_token=s.session_token,
-        config=Config(s3={"addressing_style": "path" if s.path_style else "virtual"}),
+        config=config,
     )
 
 
