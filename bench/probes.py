@@ -114,8 +114,8 @@ _TABLE_LOG = "waterline.engine.log.table_log:TableLog"  # the JVM-free Delta log
 RELEASE_PHASES = Phases(
     {
         "waterline.engine.spark.release": [
-            "target_waterline", "read_delta", "_plan_step", "candidate_partitions", "_outlook",
-            "_apply", "_desired", "_merge", "_merge_metrics", "record_state",
+            "target_waterline", "read_delta", "plan_step", "candidate_partitions", "tier_outlook",
+            "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state",
         ],
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],
     },

@@ -315,8 +315,9 @@ class Feed:
         return out
 
     def gc(self) -> GcResult:
-        """Drop held versions that can never change a tier again, and compact the held table."""
-        return _spark_room().gc(self.spark, self.spec)
+        """Drop held versions that can never change a tier again, compact the held table, and
+        delete the files of pre-staged releases that never committed (after a grace period)."""
+        return _spark_room().gc(self.spark, self.spec, clock=self.clock)
 
     # -- helpers ---------------------------------------------------------------------
 

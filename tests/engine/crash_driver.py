@@ -15,6 +15,7 @@ from tests.engine.feedkit import far_future_clock, make_spec, write_partition
 from waterline import Feed
 from waterline.clock import parse_instant
 from waterline.engine.core import faults
+from waterline.engine.spark.prearmed import release_prestaged
 
 TIERS = {
     "rt": "TRUE",
@@ -36,8 +37,9 @@ STEPS = [
 
 def run_steps(
     spark, root: Path, start: int = 0, crash_step: int | None = None, point: str | None = None,
-    stop: int | None = None,
+    stop: int | None = None, prestaged: bool = False,
 ) -> None:
+    """``prestaged``: each release is staged and then committed, as a pre-armed run does."""
     feed = Feed(make_spec(root, TIERS), spark=spark, clock=far_future_clock())
     for i in range(start, len(STEPS) if stop is None else stop):
         print(f"step {i}", flush=True)
@@ -48,6 +50,8 @@ def run_steps(
             if kind == "ingest":
                 write_partition(root, "a", arg)
                 feed.ingest("a")
+            elif prestaged:
+                release_prestaged(spark, feed.spec, as_of_us=parse_instant(arg), clock=far_future_clock())
             else:
                 feed.release(as_of=parse_instant(arg))
         finally:
@@ -58,4 +62,5 @@ if __name__ == "__main__":
     from waterline.engine.spark.session import get_session
 
     root, crash_step, point = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    run_steps(get_session(), root, crash_step, crash_step, point, stop=crash_step + 1)
+    run_steps(get_session(), root, crash_step, crash_step, point, stop=crash_step + 1,
+              prestaged=point == faults.STAGED_BEFORE_COMMIT)

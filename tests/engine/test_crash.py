@@ -85,3 +85,30 @@ def test_kill_at_a_random_moment_then_rerun_converges(spark, tmp_path, reference
         pytest.skip("the step finished before the kill landed")
     run_steps(spark, tmp_path, start=2)
     assert _tables(spark, tmp_path) == reference
+
+
+def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path, reference):
+    """A pre-staged release killed after writing its files and before its commits: readers see
+    the tiers exactly as before, the next run releases exactly what an uninterrupted history
+    does, and gc deletes the stage's files and nothing else."""
+    from waterline.engine.log.staged import STAGE_DIR, orphan_stages
+    from waterline.engine.spark.gc import gc
+
+    run_steps(spark, tmp_path, stop=3)
+    before = _tables(spark, tmp_path)
+    proc = _driver(tmp_path, 3, faults.STAGED_BEFORE_COMMIT)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == -signal.SIGKILL, f"driver was not killed: rc={proc.returncode}"
+    spec = make_spec(tmp_path, TIERS)
+    staged = [p for t in TIERS for p in Path(spec.tier_path(t), STAGE_DIR).rglob("*.parquet")]
+    assert staged, "the driver staged no files before the kill"
+    assert _tables(spark, tmp_path) == before  # staged files are invisible: nothing committed
+    run_steps(spark, tmp_path, start=3, prestaged=True)
+    assert _tables(spark, tmp_path) == reference
+    orphans = orphan_stages(spec, now_s=time.time(), older_than_s=0)
+    assert orphans and all(len(tokens) == 1 for tokens in orphans.values())
+    result = gc(spark, spec, stage_grace_s=0)
+    assert result.staged_files_removed >= len(staged)
+    assert not any(Path(spec.tier_path(t), STAGE_DIR, orphans[t][0]).exists() for t in orphans)
+    after_gc = {k: v for k, v in _tables(spark, tmp_path).items() if k != "held"}  # gc drops dead held versions
+    assert after_gc == {k: v for k, v in reference.items() if k != "held"}  # committed stages' files all stay

@@ -157,9 +157,11 @@ def resume(spec: str, tier: str) -> None:
 @cli.command()
 @click.argument("spec")
 def gc(spec: str) -> None:
-    """Drop held versions that can never change a tier again, and compact files."""
+    """Drop held versions that can never change a tier again, compact files, and delete files
+    of pre-staged releases that never committed."""
     result = _feed(spec).gc()
-    click.echo(f"gc {result.feed}: removed {result.versions_removed} of {result.versions_before} held versions")
+    click.echo(f"gc {result.feed}: removed {result.versions_removed} of {result.versions_before} held versions"
+               + (f", {result.staged_files_removed} uncommitted staged files" if result.staged_files_removed else ""))
 
 
 @cli.command()

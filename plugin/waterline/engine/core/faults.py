@@ -16,8 +16,10 @@ INGEST_BEFORE_COMMIT = "ingest:before-commit"  # quarantine written, held append
 INGEST_AFTER_COMMIT = "ingest:after-commit"  # held committed, tier tables not yet ensured
 RELEASE_BEFORE_MERGE = "release:before-merge"  # the first tier's MERGE not yet committed
 RELEASE_BETWEEN_TIERS = "release:between-tiers"  # first tier committed, the others not
+STAGED_BEFORE_COMMIT = "staged:before-commit"  # a pre-staged release's files written, nothing committed
 
-POINTS = (INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS)
+POINTS = (INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS,
+          STAGED_BEFORE_COMMIT)
 
 
 def boundary(name: str) -> None:

@@ -81,6 +81,7 @@ class GcResult(_Result):
     versions_before: int
     versions_removed: int
     files_compacted: bool
+    staged_files_removed: int = 0  # files of pre-staged releases that never committed
 
 
 def combine_releases(results: list[ReleaseResult]) -> ReleaseResult:

@@ -251,6 +251,16 @@ class TableLog:
             return {}
         return pa.table(self.table.get_add_actions(flatten=True)).to_pydict()
 
+    def file_actions(self) -> list[dict[str, Any]]:
+        """The snapshot's data files as Delta add actions name them: ``path`` (as the log
+        has it), ``partitionValues`` and ``size``."""
+        if self.table is None:
+            return []
+        table = pa.table(self.table.get_add_actions(flatten=False))
+        paths, sizes = table.column("path").to_pylist(), table.column("size_bytes").to_pylist()
+        parts = table.column("partition").to_pylist() if "partition" in table.column_names else [{}] * len(paths)
+        return [{"path": p, "partitionValues": dict(v or {}), "size": int(n)} for p, v, n in zip(paths, parts, sizes)]
+
     def held_files(self, tiers: Iterable[str]) -> list[HeldFile]:
         """The held table's current files with the statistics a release needs."""
         actions = self._add_actions()

@@ -9,7 +9,6 @@ which also keeps it readable after log cleanup.
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -17,19 +16,14 @@ from pyspark.sql import SparkSession
 
 from waterline.engine.core.sqltext import delta_path, sql_string
 from waterline.engine.core.state import HeldState, TierState
-from waterline.engine.log.table_log import PROPERTY, TAG
+from waterline.engine.log.delta_commit import state_text
+from waterline.engine.log.table_log import PROPERTY
 
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
 State = HeldState | TierState
-
-
-def state_text(state: State, *, tagged: bool = False) -> str:
-    """The state's JSON text: alone (the table property) or under ``waterline`` (userMetadata)."""
-    body = state.to_json()
-    return json.dumps({TAG: body} if tagged else body, sort_keys=True, separators=(",", ":"))
 
 
 @contextmanager

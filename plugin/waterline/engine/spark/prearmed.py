@@ -6,22 +6,34 @@ happen while waiting rather than after the moment. Safety does not rest on
 the wait: `release` caps W at the clock it reads under the feed lease, so a
 run that starts early, or a clock read a microsecond before the instant,
 releases at most up to that reading and never a row that is not yet due.
+
+While it waits, the run pre-stages the release (`waterline.engine.spark.staging`):
+each tier's change at the due moment is computed and written as uncommitted
+files, so at the moment the release is one Delta commit per tier
+(`waterline.engine.log.staged`). A stage that no longer applies then (an ingest,
+a hold, another writer, a clock below the moment) is discarded and the run
+releases the ordinary way.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from waterline.clock import Clock, SystemClock, wait_until
 from waterline.engine.core.results import ReleaseResult, combine_releases
+from waterline.engine.log.staged import StagedRelease, discard, release_staged
 from waterline.engine.log.status import read_feed_status
 from waterline.engine.log.storage import is_delta_table
 from waterline.engine.spark.release import rehearse, release
+from waterline.engine.spark.staging import stage
 from waterline.engine.spark.tables import read_delta
 from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,7 @@ class DueRelease:
     clock_at_release_us: int  # the trusted clock when the wait ended
     result: ReleaseResult
     finished_us: int = 0  # the trusted clock after the release committed
+    prestaged: bool = False  # the release was the commit of files staged while waiting
 
     @property
     def lag_us(self) -> int | None:
@@ -53,6 +66,31 @@ def prepare(spark: SparkSession, spec: FeedSpec) -> None:
     """Everything that does not depend on the clock: the JVM is up; read the held table's schema once."""
     if is_delta_table(spec.held_path):
         read_delta(spark, spec.held_path).schema  # noqa: B018  (resolves the Delta log and classes)
+
+
+def _stage(spark: SparkSession, spec: FeedSpec, due_us: int, clock: Clock) -> StagedRelease | None:
+    """`staging.stage` at the moment waited for, or None (then the run only rehearses and
+    releases the ordinary way). A stage that fails is only a lost head start: the release
+    after the wait plans again and reports what it meets."""
+    try:
+        return stage(spark, spec, w_us=due_us, clock=clock)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("feed %s: release at %s not pre-staged: %s", spec.feed, due_us, exc)
+        return None
+
+
+def release_prestaged(spark: SparkSession, spec: FeedSpec, *, as_of_us: int, clock: Clock | None = None
+                      ) -> tuple[ReleaseResult, bool]:
+    """Stage the release at ``as_of_us`` and commit it at once (the release a pre-armed run
+    makes at its moment, without the wait); falls back to `release`. The result, and
+    whether it was the staged commit."""
+    clock = clock or SystemClock()
+    staged = stage(spark, spec, w_us=as_of_us, clock=clock)
+    if staged is not None:
+        result = release_staged(spec, staged, clock=clock)
+        if result is not None:
+            return result, True
+    return release(spark, spec, as_of_us=as_of_us, clock=clock), False
 
 
 def _rehearse(spark: SparkSession, spec: FeedSpec, due_us: int) -> None:
@@ -87,9 +125,20 @@ def release_when_due(
         now = clock.now_us()
         result = release(spark, spec, clock=clock)
         return DueRelease(None, True, now, result, clock.now_us())
+    staged = None
     if due_us > clock.now_us():
-        _rehearse(spark, spec, due_us)
+        staged = _stage(spark, spec, due_us, clock)
+        if staged is None:
+            _rehearse(spark, spec, due_us)
     reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
+    result = None
+    if staged is not None:
+        if reached:  # one commit per tier, or None if the stage no longer applies
+            result = release_staged(spec, staged, clock=clock)
+        else:
+            discard(spec, staged)
+    if result is not None:
+        return DueRelease(due_us, reached, now, result, clock.now_us(), prestaged=True)
     # W = min(due, the clock read again under the lease): a clock that reads
     # below due there (stepped back, or a wait that was fooled) releases less, never early.
     as_of = due_us if reached else None

@@ -47,12 +47,12 @@ from waterline.engine.spark.views import temp_view
 from waterline.semantics import NEG_INF, POS_INF
 from waterline.spec import FeedSpec
 
-_PRESENT = "_wl_present"
-_REASON = "_wl_reason"
+PRESENT = "_wl_present"
+REASON = "_wl_reason"
 
 
 @dataclass(frozen=True)
-class _TierStep:
+class TierStep:
     """One tier's move from (w0, s0) to (w, seq); `low` is w0 with "never released" as NEG_INF."""
 
     tier: str
@@ -107,14 +107,14 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
         held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
         steps = []
         for tier in spec.tiers:
-            step_or_result = _plan_step(spec, tier, held, target, seq)
+            step_or_result = plan_step(spec, tier, held, target, seq)
             if isinstance(step_or_result, TierRelease):
                 results[tier] = step_or_result
             else:
                 steps.append(step_or_result)
         if steps:
             files = held_log.held_files(spec.tiers)
-            outlooks = _outlook(held, files, steps)
+            outlooks = tier_outlook(held, files, steps)
             single = single_ingest_partitions(files)
             for i, step in enumerate(steps):
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
@@ -146,16 +146,16 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
     keys = [C.PARTITION, *spec.key]
     payload = [c for c in held.columns if not C.is_system(c)]
     for tier in spec.tiers:
-        step = _plan_step(spec, tier, held, w_us, seq)
+        step = plan_step(spec, tier, held, w_us, seq)
         if isinstance(step, TierRelease):  # on hold, or nothing to do at w_us
             continue
         read_delta(spark, spec.tier_path(tier)).schema  # noqa: B018  (the tier's snapshot, for its MERGE)
         partitions = candidate_partitions(files, tier, low=step.low, s0=step.s0, w=step.w)
         if partitions:
-            _desired(held, step, keys, payload, partitions, single).groupBy(_REASON).count().collect()
+            desired_rows(held, step, keys, payload, partitions, single).groupBy(REASON).count().collect()
 
 
-def _plan_step(spec: FeedSpec, tier: str, held: DataFrame, target: int, seq: int) -> _TierStep | TierRelease:
+def plan_step(spec: FeedSpec, tier: str, held: DataFrame, target: int, seq: int) -> TierStep | TierRelease:
     """The tier's step, or its final result when it is on hold or already at (W, seq)."""
     state = TableLog.open(spec.tier_path(tier)).tier_state()
     w0, s0 = state.w, state.seq
@@ -165,10 +165,10 @@ def _plan_step(spec: FeedSpec, tier: str, held: DataFrame, target: int, seq: int
     w = target if w0 is None else max(w0, target)  # the waterline never goes back
     if w0 is not None and w == w0 and seq == s0:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.next_due)
-    return _TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.n + 1)
+    return TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.n + 1)
 
 
-def _apply(spark: SparkSession, spec: FeedSpec, step: _TierStep, held: DataFrame, partitions: list[str],
+def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame, partitions: list[str],
            single: set[str], next_due: int | None, pending: int, *, lease: Lease) -> TierRelease:
     """Commit the tier's new rows and its new (W_T, seq) together, then the state as the
     table property too (it survives log cleanup; the MERGE's own state may not).
@@ -186,10 +186,10 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: _TierStep, held: DataFrame
     before = TableLog.open(path).version
     lease.check()  # the last moment a lost lease can stop the commit
     if partitions:
-        desired = _desired(held, step, keys, payload, partitions, single).cache()
+        desired = desired_rows(held, step, keys, payload, partitions, single).cache()
         try:
             reasons = {
-                r[_REASON]: r["n"] for r in desired.groupBy(_REASON).agg(F.count(F.lit(1)).alias("n")).collect()
+                r[REASON]: r["n"] for r in desired.groupBy(REASON).agg(F.count(F.lit(1)).alias("n")).collect()
             }
             if reasons:  # no candidate at all: skip the MERGE, record the state below
                 with commit_state(spark, new_state, app=APP_COMMIT, version=step.n):
@@ -212,7 +212,7 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: _TierStep, held: DataFrame
     )
 
 
-def _desired(held: DataFrame, step: _TierStep, keys: list[str], payload: list[str], partitions: list[str],
+def desired_rows(held: DataFrame, step: TierStep, keys: list[str], payload: list[str], partitions: list[str],
              single: set[str]) -> DataFrame:
     """The tier rows the candidates must have at W: DESIGN.md rule 3, per identity.
 
@@ -246,12 +246,12 @@ def _desired(held: DataFrame, step: _TierStep, keys: list[str], payload: list[st
     now_in = f"filter({C.vis(tier)}, i -> {w} >= i.start AND {w} < i.`end`)"
     return (
         governing.withColumn("_wl_now", F.expr(f"try_element_at({now_in}, 1)"))
-        .withColumn(_PRESENT, ~F.col(C.REMOVED) & F.col("_wl_now").isNotNull())
+        .withColumn(PRESENT, ~F.col(C.REMOVED) & F.col("_wl_now").isNotNull())
         .withColumn(C.START, F.col("_wl_now.start"))
         .withColumn(C.END, F.col("_wl_now.end"))
         .withColumn(
-            _REASON,
-            F.when(F.col(_PRESENT), "present")
+            REASON,
+            F.when(F.col(PRESENT), "present")
             .when(F.col(C.REMOVED) | (F.size(C.vis(tier)) == 0), "removed")
             .when(F.expr(f"try_element_at({C.vis(tier)}, -1).`end` <= {w}"), "expired")
             .otherwise("between"),
@@ -270,10 +270,10 @@ def _merge(spark: SparkSession, spec: FeedSpec, tier: str, desired: DataFrame, k
     with temp_view(desired) as source:
         spark.sql(
             f"MERGE INTO {delta_path(spec.tier_path(tier))} AS t USING {source} AS s ON {on} "
-            f"WHEN MATCHED AND NOT s.{_PRESENT} THEN DELETE "
-            f"WHEN MATCHED AND s.{_PRESENT} AND ({changed}) THEN UPDATE SET "
+            f"WHEN MATCHED AND NOT s.{PRESENT} THEN DELETE "
+            f"WHEN MATCHED AND s.{PRESENT} AND ({changed}) THEN UPDATE SET "
             + ", ".join(f"{c} = s.{c}" for c in columns)
-            + f" WHEN NOT MATCHED AND s.{_PRESENT} THEN INSERT ({', '.join(columns)}) "
+            + f" WHEN NOT MATCHED AND s.{PRESENT} THEN INSERT ({', '.join(columns)}) "
             f"VALUES ({', '.join(f's.{c}' for c in columns)})"
         )
 
@@ -287,7 +287,7 @@ def _merge_metrics(log: TableLog) -> dict[str, int]:
     }
 
 
-def _outlook(held: DataFrame, files: list[HeldFile], steps: list[_TierStep]) -> dict[str, tuple[int | None, int]]:
+def tier_outlook(held: DataFrame, files: list[HeldFile], steps: list[TierStep]) -> dict[str, tuple[int | None, int]]:
     """Per tier: the next instant after W at which some version's visibility changes, and
     the number of versions not yet taken over.
 

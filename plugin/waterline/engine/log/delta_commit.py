@@ -1,0 +1,126 @@
+"""One Delta commit from prepared file actions, written without a JVM (pre-staged releases).
+
+A pre-staged release must land as exactly one commit per tier carrying the
+data files, the change-data files, the Delta transaction id and the state (as
+``commitInfo.userMetadata`` and as the table property that survives log
+cleanup). Spark's MERGE cannot change a table property in its commit, and
+`deltalake`'s write transaction (1.6) takes add and remove actions only (no
+``cdc``, no ``metaData``), so neither can make that one commit; see
+docs/decisions.md "Pre-staged releases". The commit file is written here,
+following the Delta protocol's rules for writers, and only to tables whose
+protocol this writer fully honours (`unsupported`); any other table takes the
+Spark path. Atomicity is the protocol's own: ``_delta_log/<version>.json`` is
+created only if absent, so of two writers of one version exactly one wins.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from waterline.engine.core.state import TierState
+from waterline.engine.log import storage
+from waterline.engine.log.objects import create_if_absent
+from waterline.engine.log.table_log import PROPERTY, TAG, TableLog
+
+#: Writer features whose obligations this writer meets: change data (it writes ``cdc``
+#: files), and features it only has to leave alone while they constrain nothing here
+#: (`unsupported` refuses tables where they do: append-only, invariants, constraints,
+#: generated columns).
+WRITER_FEATURES = frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
+                             "generatedColumns", "timestampNtz"})
+READER_FEATURES = frozenset({"timestampNtz"})
+_FIELD_METADATA_REFUSED = ("delta.invariants", "delta.generationExpression", "delta.identity")
+ENGINE_INFO = "waterline-prestaged"
+OPERATION = "WATERLINE RELEASE"
+
+
+def state_text(state: Any, *, tagged: bool = False) -> str:
+    """A state's JSON text: alone (the table property) or under ``waterline`` (userMetadata)."""
+    body = state.to_json()
+    return json.dumps({TAG: body} if tagged else body, sort_keys=True, separators=(",", ":"))
+
+
+def unsupported(log: TableLog) -> str | None:
+    """Why this writer must not commit to the table (the Spark path must), or None."""
+    if log.table is None:
+        return "no table"
+    protocol = log.table.protocol()
+    reader = set(protocol.reader_features or [])
+    if protocol.min_reader_version > 1 and (protocol.min_reader_version != 3 or reader - READER_FEATURES):
+        return f"reader protocol {protocol.min_reader_version} {sorted(reader - READER_FEATURES)}"
+    if protocol.min_writer_version == 7:
+        extra = set(protocol.writer_features or []) - WRITER_FEATURES
+        if extra:
+            return f"writer features {sorted(extra)}"
+    elif protocol.min_writer_version > 4:  # 5: column mapping, 6: identity columns
+        return f"writer protocol {protocol.min_writer_version}"
+    config = log.table.metadata().configuration
+    if config.get("delta.appendOnly", "").lower() == "true":
+        return "delta.appendOnly"
+    if any(k.startswith("delta.constraints.") for k in config):
+        return "CHECK constraints"
+    if config.get("delta.columnMapping.mode", "none") != "none":
+        return "column mapping"
+    schema = log.schema_json() or ""
+    for key in _FIELD_METADATA_REFUSED:
+        if f'"{key}"' in schema:
+            return key
+    return None
+
+
+@dataclass(frozen=True)
+class FileActions:
+    """The file side of one commit: Delta ``add``, ``remove`` and ``cdc`` actions (JSON-ready)."""
+
+    adds: tuple[dict, ...] = ()
+    removes: tuple[dict, ...] = ()
+    cdcs: tuple[dict, ...] = ()
+    metrics: dict[str, str] = field(default_factory=dict)  # commitInfo.operationMetrics
+
+    @property
+    def empty(self) -> bool:
+        return not (self.adds or self.removes or self.cdcs)
+
+
+def commit_path(table: str, version: int) -> str:
+    return storage.join(table, "_delta_log", f"{version:020d}.json")
+
+
+def commit_tier(log: TableLog, files: FileActions, state: TierState, *, app: str) -> int | None:
+    """Write version ``log.version + 1`` of the tier: ``files``, the transaction (``app``,
+    ``state.n``), the state in the commit and in the table property. The version written,
+    or None when another writer made that version first (nothing was written then).
+
+    ``log`` is the snapshot the files were computed on; the caller has checked, under the
+    feed lease, that it is still the newest.
+    """
+    assert log.table is not None and log.version is not None
+    now_ms = int(time.time() * 1000)
+    metadata = log.table.metadata()
+    configuration = dict(metadata.configuration)
+    configuration[PROPERTY] = state_text(state)
+    actions: list[dict] = [
+        {"commitInfo": {
+            "timestamp": now_ms, "operation": OPERATION,
+            "operationParameters": {"w": str(state.w), "seq": str(state.seq)},
+            "readVersion": log.version, "isolationLevel": "Serializable", "isBlindAppend": False,
+            "operationMetrics": files.metrics, "userMetadata": state_text(state, tagged=True),
+            "engineInfo": ENGINE_INFO,
+        }},
+        {"txn": {"appId": app, "version": state.n, "lastUpdated": now_ms}},
+        {"metaData": {
+            "id": metadata.id, "name": metadata.name, "description": metadata.description,
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": log.schema_json(), "partitionColumns": list(metadata.partition_columns),
+            "configuration": configuration, "createdTime": metadata.created_time,
+        }},
+    ]
+    actions += [{"remove": {**r, "deletionTimestamp": now_ms}} for r in files.removes]
+    actions += [{"add": a} for a in files.adds]
+    actions += [{"cdc": c} for c in files.cdcs]
+    body = "\n".join(json.dumps(a, separators=(",", ":")) for a in actions).encode()
+    version = log.version + 1
+    return version if create_if_absent(commit_path(log.path, version), body) else None

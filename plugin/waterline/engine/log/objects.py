@@ -1,0 +1,103 @@
+"""Whole objects in a warehouse, local or S3, without a JVM: create-if-absent, list, delete.
+
+Pre-staged releases write their Delta commit file with `create_if_absent` (the
+one atomic step a Delta writer needs of its store: of two writers of one commit
+version exactly one wins) and discard or clean staged folders with `list_tree`
+and `delete_tree`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from waterline.engine.log import storage
+from waterline.engine.log.storage import s3_client, split_s3
+from waterline.errors import WaterlineError
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """An object under a folder: its path relative to the folder, and when it was last written."""
+
+    relative: str
+    modified_s: float
+
+
+def _local(uri: str) -> Path:
+    folder = storage.local_folder(uri)
+    if folder is None:
+        raise WaterlineError(f"{uri}: not a local path or an S3 URI")
+    return folder
+
+
+def create_if_absent(uri: str, body: bytes) -> bool:
+    """Write ``body`` at ``uri`` unless an object is there already: True if this call wrote it.
+
+    Locally a fully written temporary file is hard-linked to the name (atomic, fails if
+    the name exists); on S3 a PutObject with ``If-None-Match: *``.
+    """
+    if storage.is_s3(uri):
+        from botocore.exceptions import ClientError  # loaded with the client: S3 warehouses only
+
+        bucket, key = split_s3(uri)
+        try:
+            s3_client().put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+        except ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = exc.response.get("Error", {}).get("Code", "")
+            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+    path = _local(uri)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(body)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink()
+    return True
+
+
+def list_tree(uri: str) -> list[StoredObject]:
+    """Every object under the folder ``uri`` (recursively); empty if there is none."""
+    if storage.is_s3(uri):
+        bucket, prefix = split_s3(uri)
+        prefix = prefix.rstrip("/") + "/"
+        out = []
+        for page in s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                out.append(StoredObject(item["Key"][len(prefix):], item["LastModified"].timestamp()))
+        return out
+    root = _local(uri)
+    if not root.is_dir():
+        return []
+    return [StoredObject(str(p.relative_to(root)), p.stat().st_mtime) for p in root.rglob("*") if p.is_file()]
+
+
+def delete_tree(uri: str) -> int:
+    """Delete the folder ``uri`` and everything under it; the number of objects deleted."""
+    if storage.is_s3(uri):
+        bucket, prefix = split_s3(uri)
+        prefix = prefix.rstrip("/") + "/"
+        client = s3_client()
+        keys = [prefix + o.relative for o in list_tree(uri)]
+        for i in range(0, len(keys), 1000):
+            client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]]})
+        return len(keys)
+    root = _local(uri)
+    if not root.exists():
+        return 0
+    count = sum(1 for p in root.rglob("*") if p.is_file())
+    shutil.rmtree(root, ignore_errors=True)
+    return count
