@@ -43,7 +43,7 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     from waterline.engine.core.state import HeldState
     from waterline.engine.log.table_log import APP_SEQ, TableLog
     from waterline.engine.spark import ingest as ingest_module
-    from waterline.engine.spark import release as release_module
+    from waterline.engine.spark import staging as staging_module
     from waterline.engine.spark.commits import commit_state
     from waterline.engine.spark.ingest import ingest
     from waterline.engine.spark.release import release
@@ -79,13 +79,13 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     assert DeltaTable(held).transaction_version(APP_SEQ) == 2
 
     # 3. A release that read tier d10's state before the last release (lower W_T, same
-    # commit number) asks to go back: its MERGE is skipped, it replans from the new
-    # state, and W_T stays where it was.
+    # commit number) asks to go back: its commit is skipped (the commit number was used),
+    # it replans from the new state, and W_T stays where it was.
     old = TableLog.open(spec.tier_path("d10")).tier_state()
     old = old.evolve(w=BASE_US, n=old.n - 1)
-    calls = _stale_once(monkeypatch, release_module, "tier_state", old)
+    calls = _stale_once(monkeypatch, staging_module, "tier_state", old)
     out = release(spark, spec, as_of_us=BASE_US + 10 * MINUTE, clock=clock)
-    assert len(calls) > len(TIERS), "the skipped MERGE must make the release replan"
+    assert len(calls) > len(TIERS), "the skipped commit must make the release replan"
     w = BASE_US + 20 * MINUTE
     for tier in TIERS:
         assert out.tiers[tier].w_us == w

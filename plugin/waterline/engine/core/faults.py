@@ -14,7 +14,7 @@ ENV = "WATERLINE_CRASH_AT"
 
 INGEST_BEFORE_COMMIT = "ingest:before-commit"  # quarantine written, held append not yet
 INGEST_AFTER_COMMIT = "ingest:after-commit"  # held committed, tier tables not yet ensured
-RELEASE_BEFORE_MERGE = "release:before-merge"  # the first tier's MERGE not yet committed
+RELEASE_BEFORE_MERGE = "release:before-merge"  # the first tier's commit (staged or MERGE) not yet made
 RELEASE_BETWEEN_TIERS = "release:between-tiers"  # first tier committed, the others not
 STAGED_BEFORE_COMMIT = "staged:before-commit"  # a pre-staged release's files written, nothing committed
 

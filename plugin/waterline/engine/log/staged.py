@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from waterline.clock import Clock
 from waterline.engine.core import faults
 from waterline.engine.core.event_time import target_waterline
+from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.results import ReleaseResult, TierRelease
 from waterline.engine.core.state import TierState
 from waterline.engine.log import storage
@@ -111,20 +112,24 @@ def still_valid(spec: FeedSpec, staged: StagedRelease, now_us: int) -> str | Non
     return None
 
 
-def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease: Lease) -> ReleaseResult | None:
+def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease: Lease,
+                  now_us: int | None = None) -> ReleaseResult | None:
     """Under the feed lease: one commit per moving tier, or None (nothing committed by this call
     for the tier that failed, and the caller must release the ordinary way) when the stage no
-    longer applies or another writer took a tier's next version."""
-    reason = still_valid(spec, staged, clock.now_us())
+    longer applies or another writer took a tier's next version. ``now_us``: the clock reading
+    the caller made under this lease (else the clock is read)."""
+    reason = still_valid(spec, staged, clock.now_us() if now_us is None else now_us)
     if reason is not None:
         log.info("feed %s: staged release %s not committed: %s", spec.feed, staged.token, reason)
         return None
     faults.boundary(faults.STAGED_BEFORE_COMMIT)
     results = {r.tier: r for r in staged.settled}
     committed: list[tuple[str, int]] = []
-    for step in staged.steps:
+    for i, step in enumerate(staged.steps):
+        faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
         lease.check()  # the last moment a lost lease can stop the commit
         tier_log = TableLog.open(spec.tier_path(step.tier), version=staged.tier_versions[step.tier])
+        _check_applies(tier_log, step.state)
         version = commit_tier(tier_log, step.files, step.state, app=APP_COMMIT)
         if version is None:
             log.info("feed %s: tier %s version %s taken by another writer", spec.feed, step.tier,
@@ -139,10 +144,24 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
     return ReleaseResult(feed=spec.feed, requested_us=staged.w_us, w_us=w, seq=staged.seq, tiers=ordered)
 
 
+def _check_applies(tier_log: TableLog, state: TierState) -> None:
+    """What Delta's transaction check does for a Spark commit: a step whose commit number
+    was already used, or that would take W_T back, was computed from a stale state."""
+    applied = tier_log.transaction_version(APP_COMMIT) or 0
+    current = tier_log.tier_state()
+    if applied >= state.n or (current.w is not None and state.w is not None and state.w < current.w):
+        raise SkippedCommit(f"{tier_log.path}: staged commit n={state.n} W_T={state.w} is stale "
+                            f"(applied n={applied}, W_T={current.w})")
+
+
 def release_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock) -> ReleaseResult | None:
     """Take the feed lease and `commit_staged`; a stage that did not commit is discarded (None)."""
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-        result = commit_staged(spec, staged, clock=clock, lease=lease)
+        try:
+            result = commit_staged(spec, staged, clock=clock, lease=lease)
+        except SkippedCommit as exc:  # the ordinary release after this plans from the new state
+            log.info("feed %s: staged release %s not committed: %s", spec.feed, staged.token, exc)
+            result = None
     if result is None:
         discard(spec, staged)
     return result

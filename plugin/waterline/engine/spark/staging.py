@@ -31,7 +31,7 @@ from waterline.engine.core.state import TierState
 from waterline.engine.log.delta_commit import FileActions, unsupported
 from waterline.engine.log.staged import STAGE_DIR, StagedRelease, StagedTier, stage_folder
 from waterline.engine.log.table_log import TableLog
-from waterline.engine.spark.release import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
+from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
 from waterline.engine.spark.tables import change_feed_enabled, table_schema
 from waterline.spec import FeedSpec
 
@@ -43,10 +43,14 @@ _CHANGE_TYPE = "_change_type"
 _EXACT_STATS = (LongType, IntegerType, ShortType)  # min/max written exactly (see `_stats`)
 
 
-def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock) -> StagedRelease | None:
-    """Compute and write the release at ``w_us``; None when this feed cannot be pre-staged
-    (no held table yet, a tier whose Delta protocol `delta_commit` does not write, a tier
-    without its change data feed yet): the release at the instant then runs the Spark path."""
+def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, target_us: int | None = None,
+          staged_at_us: int | None = None) -> StagedRelease | None:
+    """Compute and write the release at ``w_us``; None when this feed cannot be staged (no
+    held table yet, a tier whose Delta protocol `delta_commit` does not write, a tier without
+    its change data feed yet): the release then runs the Spark path.
+
+    ``target_us``: the W a release under the lease already computed (else the W the clock
+    at ``w_us`` allows); ``staged_at_us``: its clock reading (else the clock is read)."""
     held_log = TableLog.open(spec.held_path)
     if not held_log.exists or held_log.version is None:
         return None
@@ -58,13 +62,14 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock) -> St
             return None
     held_state = held_log.held_state(spec.feed)
     seq = held_state.seq
-    target = target_waterline(spec, held_state, w_us, w_us)  # what W the clock at w_us allows
+    target = target_us if target_us is not None else target_waterline(spec, held_state, w_us, w_us)
     held = _read(spark, spec.held_path, held_log.version).filter(f"{C.SEQ} <= {seq}")
     token = new_token()
     steps: list[TierStep] = []
     settled: list[TierRelease] = []
     for tier in spec.tiers:
-        step = plan_step(spec, tier, held, target, seq)
+        # the state from the same snapshot as the version the commit will check
+        step = plan_step(spec, tier, held, target, seq, state=tier_logs[tier].tier_state())
         (settled if isinstance(step, TierRelease) else steps).append(step)
     staged_tiers: list[StagedTier] = []
     if steps:
@@ -80,7 +85,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock) -> St
                                             tier_logs[step.tier], token))
     return StagedRelease(
         feed=spec.feed, token=token, w_us=target, seq=seq, held_version=held_log.version,
-        tier_versions={t: tier_logs[t].version for t in spec.tiers}, staged_at_us=clock.now_us(),
+        tier_versions={t: tier_logs[t].version for t in spec.tiers}, staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
         steps=tuple(staged_tiers), settled=tuple(settled),
     )
 
