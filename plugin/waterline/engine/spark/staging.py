@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
@@ -142,7 +143,7 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         if not any(by_action.values()):
             return staged
         files = _write_files(spark, spec, step.tier, token, changes, old, keys, columns, schema, by_action, tier_log)
-        return StagedTier(**{**staged.__dict__, "files": files})
+        return replace(staged, files=files)
     finally:
         changes.unpersist()
 
