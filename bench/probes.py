@@ -115,10 +115,11 @@ RELEASE_PHASES = Phases(
     {
         "waterline.engine.spark.release": [
             "target_waterline", "read_delta", "plan_step", "candidate_partitions", "tier_outlook",
-            "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state",
+            "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state", "stage", "commit_staged",
         ],
         # the one-commit path: files staged with Spark, then the commit without it
-        "waterline.engine.spark.staging": ["stage", "_stage_tier", "_write_files", "_written", "_removes"],
+        "waterline.engine.spark.staging": ["_stage_tier", "_stage_inserts", "_write_files", "_adds", "written_files",
+                                           "_removes"],
         "waterline.engine.log.staged": ["commit_staged", "still_valid", "_checkpoint_if_due"],
         "waterline.engine.log.delta_commit": ["commit_tier"],
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],

@@ -1,9 +1,10 @@
-"""Whole objects in a warehouse, local or S3, without a JVM: create-if-absent, list, delete.
+"""Whole objects in a warehouse, local or S3, without a JVM: create-if-absent, list, read a tail, delete.
 
 Pre-staged releases write their Delta commit file with `create_if_absent` (the
 one atomic step a Delta writer needs of its store: of two writers of one commit
-version exactly one wins) and discard or clean staged folders with `list_tree`
-and `delete_tree`.
+version exactly one wins), describe the files they staged with `list_tree` and
+`read_tail` (Parquet footers), and discard or clean staged folders with
+`list_tree` and `delete_tree`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from waterline.errors import WaterlineError
 
 @dataclass(frozen=True)
 class StoredObject:
-    """An object under a folder: its path relative to the folder, and when it was last written."""
+    """An object under a folder: its path relative to the folder, when it was last written, its size."""
 
     relative: str
     modified_s: float
+    size: int = 0
 
 
 def _local(uri: str) -> Path:
@@ -77,12 +79,30 @@ def list_tree(uri: str) -> list[StoredObject]:
         out = []
         for page in s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for item in page.get("Contents", []):
-                out.append(StoredObject(item["Key"][len(prefix):], item["LastModified"].timestamp()))
+                out.append(StoredObject(item["Key"][len(prefix):], item["LastModified"].timestamp(), item["Size"]))
         return out
     root = _local(uri)
     if not root.is_dir():
         return []
-    return [StoredObject(str(p.relative_to(root)), p.stat().st_mtime) for p in root.rglob("*") if p.is_file()]
+    out = []
+    for p in root.rglob("*"):
+        if p.is_file():
+            st = p.stat()
+            out.append(StoredObject(str(p.relative_to(root)), st.st_mtime, st.st_size))
+    return out
+
+
+def read_tail(uri: str, size: int, length: int) -> bytes:
+    """The last ``length`` bytes of the object at ``uri`` (whose size is ``size``): one ranged
+    read, so a file's footer is read without the file."""
+    length = min(length, size)
+    if storage.is_s3(uri):
+        bucket, key = split_s3(uri)
+        reply = s3_client().get_object(Bucket=bucket, Key=key, Range=f"bytes={size - length}-{size - 1}")
+        return reply["Body"].read()
+    with open(_local(uri), "rb") as fh:
+        fh.seek(size - length)
+        return fh.read(length)
 
 
 def delete_tree(uri: str) -> int:

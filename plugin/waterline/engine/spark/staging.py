@@ -6,21 +6,22 @@ instant, the tier rows that change are found and written ahead as Delta would
 write them: new data files for the rewritten and inserted rows, change-data
 files (``_change_type`` insert, delete, update_preimage, update_postimage) when
 rows are updated or deleted, and the add/remove/cdc actions naming them, with
-file statistics. Nothing is committed and no lease is taken: readers of the
-tier see none of it. `waterline.engine.log.staged.commit_staged` commits it at
-the instant, after checking that the held table and the tiers did not move.
+file statistics from the files' footers (`waterline.engine.log.parquet_files`).
+Partitions the tier has no file in yet take a shorter route: no tier read, no
+join, one pass writing the present rows. Nothing is committed and no lease is
+taken: readers of the tier see none of it.
+`waterline.engine.log.staged.commit_staged` commits it at the instant, after
+checking that the held table and the tiers did not move.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, ShortType, StructType
 
 from waterline.clock import Clock
 from waterline.engine.core import columns as C
@@ -30,6 +31,7 @@ from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
 from waterline.engine.log.delta_commit import FileActions, unsupported
+from waterline.engine.log.parquet_files import written_files
 from waterline.engine.log.staged import STAGE_DIR, StagedRelease, StagedTier, stage_folder
 from waterline.engine.log.table_log import TableLog
 from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
@@ -41,7 +43,6 @@ log = logging.getLogger(__name__)
 _FILE = "_wl_file"
 _ACTION = "_wl_action"
 _CHANGE_TYPE = "_change_type"
-_EXACT_STATS = (LongType, IntegerType, ShortType)  # min/max written exactly (see `_stats`)
 
 
 def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, target_us: int | None = None,
@@ -106,9 +107,13 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
     schema = table_schema(tier_log)
     columns = [f.name for f in schema.fields]
     desired = desired_rows(held, step, keys, payload, partitions, single)
+    in_tier = sorted(tier_log.partitions().intersection(partitions))
+    if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
+        return _stage_inserts(spark, spec, staged, desired, columns, token,
+                              shuffle=any(p not in single for p in partitions))
     old = (
         _read(spark, spec.tier_path(step.tier), tier_log.version)
-        .filter(F.col(C.PARTITION).isin(partitions))
+        .filter(F.col(C.PARTITION).isin(in_tier))
         .select(*columns, F.col("_metadata.file_path").alias(_FILE))
     )
     s, t = desired.alias("s"), old.alias("t")
@@ -135,22 +140,60 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         reasons: dict[str, int] = {}
         for (_, reason), n in counts.items():
             reasons[reason] = reasons.get(reason, 0) + n
-        staged = StagedTier(
-            tier=step.tier, state=state, previous_w_us=step.w0, files=FileActions(),
-            released=by_action["insert"], updated=by_action["update"], removed=by_action["delete"],
+        staged = replace(
+            staged, released=by_action["insert"], updated=by_action["update"], removed=by_action["delete"],
             expired=min(reasons.get("expired", 0), by_action["delete"]), candidates=sum(reasons.values()),
         )
         if not any(by_action.values()):
             return staged
-        files = _write_files(spark, spec, step.tier, token, changes, old, keys, columns, schema, by_action, tier_log)
+        files = _write_files(spark, spec, step.tier, token, changes, old, keys, columns, by_action, tier_log)
         return replace(staged, files=files)
     finally:
         changes.unpersist()
 
 
+def _stage_inserts(spark: SparkSession, spec: FeedSpec, staged: StagedTier, desired: DataFrame,
+                   columns: list[str], token: str, *, shuffle: bool) -> StagedTier:
+    """A tier step whose partitions have no tier row yet: no tier read, no join, no change
+    data (a commit with only adds reads as inserts in the change feed); the present rows
+    are written in one pass that also counts the candidates.
+
+    ``shuffle``: rows come out of a grouping, spread over its shuffle partitions; one
+    shuffle by partition keeps one file per partition and task as the single-ingest
+    scan has without it."""
+    observation = Observation(f"waterline_stage_{token}_{staged.tier}")
+    counted = (F.count(F.lit(1)).alias("candidates"), F.count(F.when(F.col(PRESENT), 1)).alias("present"))
+    rows = desired.observe(observation, *counted).filter(F.col(PRESENT)).select(*columns)
+    if shuffle:
+        rows = rows.repartition(C.PARTITION)
+    folder = stage_folder(spec, staged.tier, token)
+    rows.write.partitionBy(C.PARTITION).mode("error").parquet(f"{folder}/data")
+    try:
+        counts = observation.get
+    except Exception:  # classic Spark has no metrics for a scan of no file (it raises) ...
+        counts = {}
+    if "candidates" not in counts:  # ... and Spark Connect returns an empty dict: count apart
+        counts = desired.agg(*counted).collect()[0].asDict()
+    staged = replace(staged, released=counts["present"], candidates=counts["candidates"])
+    if not staged.released:
+        return staged
+    adds = _adds(spec, staged.tier, token)
+    metrics = {"numTargetRowsInserted": staged.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
+               "numTargetFilesAdded": len(adds), "numTargetFilesRemoved": 0, "numTargetChangeFilesAdded": 0}
+    return replace(staged, files=FileActions(adds=tuple(adds), metrics={k: str(v) for k, v in metrics.items()}))
+
+
+def _adds(spec: FeedSpec, tier: str, token: str) -> list[dict]:
+    """Add actions for the stage's data files, with statistics from their footers."""
+    return [
+        {"path": f.path, "partitionValues": f.partition_values, "size": f.size,
+         "modificationTime": f.modified_ms, "dataChange": True, "stats": f.stats}
+        for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/data", stats=True)
+    ]
+
+
 def _write_files(spark: SparkSession, spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
-                 keys: list[str], columns: list[str], schema: StructType, by_action: dict[str, int],
-                 tier_log: TableLog) -> FileActions:
+                 keys: list[str], columns: list[str], by_action: dict[str, int], tier_log: TableLog) -> FileActions:
     """Write the tier's new data files (and change-data files) under the stage folder; their actions."""
     new_values = [F.col(f"n_{c}").alias(c) for c in columns]
     old_values = [F.col(f"o_{c}").alias(c) for c in columns]
@@ -165,11 +208,7 @@ def _write_files(spark: SparkSession, spec: FeedSpec, tier: str, token: str, cha
     folder = stage_folder(spec, tier, token)
     (new_rows.repartition(C.PARTITION).write.partitionBy(C.PARTITION).mode("error")
      .parquet(f"{folder}/data"))
-    adds = [
-        {"path": _relative(r["path"], token), "partitionValues": {C.PARTITION: r[C.PARTITION]},
-         "size": r["size"], "modificationTime": r["mtime"], "dataChange": True, "stats": _stats(r, schema)}
-        for r in _written(spark, f"{folder}/data", schema, stats=True)
-    ]
+    adds = _adds(spec, tier, token)
     cdcs: list[dict] = []
     if by_action["update"] or by_action["delete"]:
         change_type = F.col(_ACTION)
@@ -184,11 +223,9 @@ def _write_files(spark: SparkSession, spec: FeedSpec, tier: str, token: str, cha
         )
         (cdc_rows.repartition(C.PARTITION).write.partitionBy(C.PARTITION).mode("error")
          .parquet(f"{folder}/cdc"))
-        cdc_schema = StructType([*schema.fields]).add(_CHANGE_TYPE, "string")
         cdcs = [
-            {"path": _relative(r["path"], token), "partitionValues": {C.PARTITION: r[C.PARTITION]},
-             "size": r["size"], "dataChange": False}
-            for r in _written(spark, f"{folder}/cdc", cdc_schema, stats=False)
+            {"path": f.path, "partitionValues": f.partition_values, "size": f.size, "dataChange": False}
+            for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/cdc", stats=False)
         ]
     removes = _removes(tier_log, touched)
     metrics = {
@@ -198,53 +235,6 @@ def _write_files(spark: SparkSession, spec: FeedSpec, tier: str, token: str, cha
     }
     return FileActions(adds=tuple(adds), removes=tuple(removes), cdcs=tuple(cdcs),
                        metrics={k: str(v) for k, v in metrics.items()})
-
-
-def _written(spark: SparkSession, folder: str, schema: StructType, *, stats: bool) -> list:
-    """The parquet files under ``folder`` (one Spark pass): path, size, mtime, partition, and
-    with ``stats`` the row count, null counts and exact min/max (see `_stats`)."""
-    df = spark.read.schema(schema).parquet(folder)
-    aggs = [F.count(F.lit(1)).alias("_n")]
-    if stats:
-        for f in schema.fields:
-            if f.name == C.PARTITION or isinstance(f.dataType, StructType) or "<" in f.dataType.simpleString():
-                continue
-            aggs.append(F.sum(F.when(F.col(f"`{f.name}`").isNull(), 1).otherwise(0)).alias(f"_null_{f.name}"))
-            if isinstance(f.dataType, _EXACT_STATS):
-                aggs += [F.min(f"`{f.name}`").alias(f"_min_{f.name}"), F.max(f"`{f.name}`").alias(f"_max_{f.name}")]
-    return (
-        df.groupBy(
-            F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_size").alias("size"),
-            F.unix_millis(F.col("_metadata.file_modification_time")).alias("mtime"), F.col(C.PARTITION),
-        ).agg(*aggs).collect()
-    )
-
-
-def _stats(row, schema: StructType) -> str:
-    """Delta statistics: row and null counts, min/max of integer columns only.
-
-    Spark writes timestamp bounds truncated to milliseconds and string bounds as
-    prefixes, each with its own adjustment for max values; a bound written wrongly
-    would let a reader skip a file that holds matching rows, so only bounds that are
-    exact by construction are written. A column without bounds is never skipped.
-    """
-    d = row.asDict()
-    nulls = {k[len("_null_"):]: int(v) for k, v in d.items() if k.startswith("_null_")}
-    mins = {k[len("_min_"):]: v for k, v in d.items() if k.startswith("_min_") and v is not None}
-    maxs = {k[len("_max_"):]: v for k, v in d.items() if k.startswith("_max_") and v is not None}
-    order = [f.name for f in schema.fields]
-    return json.dumps({
-        "numRecords": int(d["_n"]),
-        "minValues": {c: mins[c] for c in order if c in mins},
-        "maxValues": {c: maxs[c] for c in order if c in maxs},
-        "nullCount": {c: nulls[c] for c in order if c in nulls},
-    }, separators=(",", ":"))
-
-
-def _relative(uri: str, token: str) -> str:
-    """A staged file's path relative to the tier table (URL-encoded, as Delta writes paths)."""
-    marker = f"/{STAGE_DIR}/{token}/"
-    return uri[uri.index(marker) + 1:]
 
 
 def _removes(tier_log: TableLog, touched: list[str]) -> list[dict]:

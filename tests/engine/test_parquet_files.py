@@ -1,0 +1,91 @@
+"""Add actions from Parquet footers (`engine.log.parquet_files`), checked against deltalake's own. No JVM."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import write_deltalake
+
+from waterline.engine.log import parquet_files
+from waterline.engine.log.parquet_files import written_files
+
+ROWS = pa.table({
+    "id": pa.array([5, None, -3, 7], pa.int64()),
+    "n": pa.array([1, 2, None, 4], pa.int32()),
+    "small": pa.array([3, -2, 1, 0], pa.int16()),
+    "name": ["a", None, "c", "d"],
+    "day": pa.array([date(2026, 1, d) for d in (1, 2, 3, 4)]),
+    "price": pa.array([Decimal("1.5")] * 4, pa.decimal128(5, 1)),
+    "unsigned": pa.array([1, 2, 3, 4], pa.uint32()),
+    "nested": pa.array([{"x": 1}] * 4),
+    "empty": pa.array([None] * 4, pa.int64()),
+})
+
+
+def test_stats_match_deltalake_for_what_they_bound(tmp_path):
+    """Counts match deltalake's statistics of the same files; bounds only for signed integers."""
+    table = tmp_path / "t"
+    write_deltalake(str(table), ROWS.drop_columns(["unsigned"]))
+    theirs = json.loads(_log_stats(table))
+    path = next(p for p in table.iterdir() if p.suffix == ".parquet")
+    ours = json.loads(parquet_files.delta_stats(pq.read_metadata(path)))
+    assert ours["numRecords"] == theirs["numRecords"] == 4
+    for column, count in ours["nullCount"].items():
+        assert theirs["nullCount"][column] == count, column
+    assert set(ours["minValues"]) == {"id", "n", "small"}  # not string, date, decimal, nested, all-null
+    for column in ours["minValues"]:
+        assert (ours["minValues"][column], ours["maxValues"][column]) == \
+               (theirs["minValues"][column], theirs["maxValues"][column]), column
+
+
+def _log_stats(table) -> str:
+    for line in (table / "_delta_log" / "00000000000000000000.json").read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            return action["add"]["stats"]
+    raise AssertionError("no add action")
+
+
+def test_unsigned_and_nested_columns_get_no_bounds(tmp_path):
+    path = tmp_path / "f.parquet"
+    pq.write_table(ROWS, path, row_group_size=3)  # two row groups: bounds are merged across them
+    stats = json.loads(parquet_files.delta_stats(pq.read_metadata(path)))
+    assert stats["minValues"] == {"id": -3, "n": 1, "small": -2}
+    assert stats["maxValues"] == {"id": 7, "n": 4, "small": 3}
+    assert stats["nullCount"]["id"] == 1 and stats["nullCount"]["empty"] == 4
+    assert "nested" not in stats["nullCount"] and "unsigned" not in stats["minValues"]
+
+
+def test_written_files_names_paths_as_delta_does(tmp_path):
+    """Hive-escaped partition values are decoded; paths are URL-encoded relative to the table."""
+    folder = tmp_path / "table" / "wl-staged" / "tok" / "data" / "p=2026-01-01-08%3A00 x"
+    folder.mkdir(parents=True)
+    pq.write_table(ROWS, folder / "part-0.parquet")
+    (folder.parent / "_SUCCESS").write_text("")
+    (folder / ".part-0.parquet.crc").write_text("")
+    [f] = written_files(str(tmp_path / "table"), "wl-staged/tok/data", stats=True)
+    assert f.path == "wl-staged/tok/data/p=2026-01-01-08%253A00%20x/part-0.parquet"
+    assert f.partition_values == {"p": "2026-01-01-08:00 x"}
+    assert f.size == (folder / "part-0.parquet").stat().st_size
+    assert json.loads(f.stats)["numRecords"] == 4
+    assert written_files(str(tmp_path / "table"), "wl-staged/tok/data", stats=False)[0].stats is None
+
+
+def test_a_footer_longer_than_one_read_is_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(parquet_files, "_TAIL", 64)  # far shorter than this footer
+    (tmp_path / "t" / "d").mkdir(parents=True)
+    pq.write_table(ROWS, tmp_path / "t" / "d" / "f.parquet")
+    [f] = written_files(str(tmp_path / "t"), "d", stats=True)
+    assert json.loads(f.stats)["numRecords"] == 4
+
+
+def test_not_parquet_is_refused(tmp_path):
+    (tmp_path / "t" / "d").mkdir(parents=True)
+    (tmp_path / "t" / "d" / "f.parquet").write_bytes(b"not a parquet file at all")
+    with pytest.raises(ValueError, match="not a Parquet file"):
+        written_files(str(tmp_path / "t"), "d", stats=True)
