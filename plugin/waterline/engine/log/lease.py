@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from waterline.engine.log import storage
+from waterline.engine.log.objects import create_if_absent
 from waterline.engine.log.storage import s3_client, split_s3
 from waterline.errors import LeaseBusy, LeaseLost, WaterlineError
 
@@ -87,14 +88,7 @@ class LocalStore:
         return tmp
 
     def create(self, body: bytes) -> str | None:
-        tmp = self._staged(body)
-        try:
-            os.link(tmp, self.path)
-        except FileExistsError:
-            return None
-        finally:
-            tmp.unlink()
-        return _etag(body)
+        return _etag(body) if create_if_absent(str(self.path), body) else None
 
     def read(self) -> tuple[bytes, str] | None:
         try:
