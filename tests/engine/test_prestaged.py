@@ -105,3 +105,23 @@ def test_a_stage_overtaken_by_an_ingest_is_discarded_and_the_release_plans_again
     result = release(spark, spec, as_of_us=due, clock=FixedClock(due))
     rows = delta_table(spec.tier_path("emb")).to_pyarrow_table(columns=["id", "v"]).to_pylist()
     assert rows == [{"id": 1, "v": "y"}] and result.tiers["emb"].released == 1
+
+
+def test_a_release_with_candidates_but_no_row_to_show_leaves_no_staged_file(spark, tmp_path):
+    """Rows withdrawn before their instant: the tier's new partition gets no row, the commit
+    records the state alone, and no staged file is left behind under a committed token."""
+    from waterline.clock import FixedClock
+
+    due = 1_800_000_000_000_000
+    spec = _feed(spark, tmp_path, {1: due, 2: due})
+    write_partition(tmp_path, "a", [  # 1 and 2 withdrawn; 3 is embargoed past the release
+        {"id": 3, "event_time": format_instant(due), "status": "final",
+         "embargo_until": format_instant(due + 3600 * SECOND), "v": "x"},
+    ])
+    ingest(spark, spec, "a", clock=FixedClock(due - SECOND))
+    result = release(spark, spec, as_of_us=due, clock=FixedClock(due))
+    emb = result.tiers["emb"]
+    assert (emb.released, emb.candidates, emb.w_us) == (0, 2, due)
+    assert delta_table(spec.tier_path("emb")).to_pyarrow_table().num_rows == 0
+    stage_root = tmp_path / "wh" / "f" / "tiers" / "emb" / STAGE_DIR
+    assert not [p for p in stage_root.rglob("*") if p.is_file()]

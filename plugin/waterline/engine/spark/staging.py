@@ -31,6 +31,7 @@ from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
 from waterline.engine.log.delta_commit import FileActions, unsupported
+from waterline.engine.log.objects import delete_tree
 from waterline.engine.log.parquet_files import written_files
 from waterline.engine.log.staged import STAGE_DIR, StagedRelease, StagedTier, stage_folder
 from waterline.engine.log.table_log import TableLog
@@ -175,7 +176,8 @@ def _stage_inserts(spark: SparkSession, spec: FeedSpec, staged: StagedTier, desi
     if "candidates" not in counts:  # ... and Spark Connect returns an empty dict: count apart
         counts = desired.agg(*counted).collect()[0].asDict()
     staged = replace(staged, released=counts["present"], candidates=counts["candidates"])
-    if not staged.released:
+    if not staged.released:  # the commit records the state alone: leave no folder its token would keep
+        delete_tree(folder)
         return staged
     adds = _adds(spec, staged.tier, token)
     metrics = {"numTargetRowsInserted": staged.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
