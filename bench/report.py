@@ -46,11 +46,12 @@ def build_rows(out: dict) -> list[dict]:
         _timed_row(f"2  ingest {ing}-row partition  (vs plain Delta append)", c, "ingest", "plain_append", 1.5),
         *([_timed_row("2  plain append + the duplicate-key check alone [floor]  (vs plain append)",
                       c, "append_and_duplicate_check", "plain_append"),
-           _timed_row(f"2  ingest {ing}-row partition  (vs that floor)", c, "ingest", "append_and_duplicate_check")]
+           _timed_row(f"2  ingest {ing}-row partition  (vs that floor)", c, "ingest", "append_and_duplicate_check",
+                      1.5)]
           if "append_and_duplicate_check" in c else []),
         _timed_row(f"2  re-ingest identical {ing}-row partition, 0 versions  (vs plain append)",
                    c, "reingest", "plain_append", 1.0),
-        _timed_row(f"3  release D={d} due  (vs bare Delta MERGE of the D rows)", c, "release_d", "bare_merge_d", 2.0),
+        _timed_row(f"3  release D={d} due  (vs bare Delta MERGE of the D rows)", c, "release_d", "bare_merge_d", 1.5),
         _row(f"4  driver JVM heap peak during tick, {large} (vs {small})",
              m["large"]["heap_peak_bytes"] / mib, m["small"]["heap_peak_bytes"] / mib, MEMORY_TARGET, "MiB"),
         _row(f"4  driver JVM RSS peak during tick, {large} (vs {small})",
