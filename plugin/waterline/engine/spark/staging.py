@@ -110,7 +110,7 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
     desired = desired_rows(held, step, keys, payload, partitions, single)
     in_tier = sorted(tier_log.partitions().intersection(partitions))
     if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
-        return _stage_inserts(spark, spec, staged, desired, columns, token,
+        return _stage_inserts(spec, staged, desired, columns, token,
                               shuffle=any(p not in single for p in partitions))
     old = (
         _read(spark, spec.tier_path(step.tier), tier_log.version)
@@ -147,14 +147,14 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         )
         if not any(by_action.values()):
             return staged
-        files = _write_files(spark, spec, step.tier, token, changes, old, keys, columns, by_action, tier_log)
+        files = _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, tier_log)
         return replace(staged, files=files)
     finally:
         changes.unpersist()
 
 
-def _stage_inserts(spark: SparkSession, spec: FeedSpec, staged: StagedTier, desired: DataFrame,
-                   columns: list[str], token: str, *, shuffle: bool) -> StagedTier:
+def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, columns: list[str], token: str,
+                   *, shuffle: bool) -> StagedTier:
     """A tier step whose partitions have no tier row yet: no tier read, no join, no change
     data (a commit with only adds reads as inserts in the change feed); the present rows
     are written in one pass that also counts the candidates.
@@ -194,7 +194,7 @@ def _adds(spec: FeedSpec, tier: str, token: str) -> list[dict]:
     ]
 
 
-def _write_files(spark: SparkSession, spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
+def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
                  keys: list[str], columns: list[str], by_action: dict[str, int], tier_log: TableLog) -> FileActions:
     """Write the tier's new data files (and change-data files) under the stage folder; their actions."""
     new_values = [F.col(f"n_{c}").alias(c) for c in columns]
