@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from waterline.engine.log import storage
-from waterline.engine.log.objects import create_if_absent
+from waterline.engine.log.objects import conditional_put, create_if_absent, synced_temp
 from waterline.engine.log.storage import s3_client, split_s3
 from waterline.errors import LeaseBusy, LeaseLost, WaterlineError
 
@@ -78,15 +78,6 @@ class LocalStore:
         self.path = self.folder / LEASE_NAME
         self.where = str(self.path)
 
-    def _staged(self, body: bytes) -> Path:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f".{LEASE_NAME}.{uuid.uuid4().hex}"
-        with open(tmp, "wb") as fh:
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return tmp
-
     def create(self, body: bytes) -> str | None:
         return _etag(body) if create_if_absent(str(self.path), body) else None
 
@@ -105,7 +96,7 @@ class LocalStore:
             current = self.read()
             if current is None or current[1] != etag:
                 return None
-            os.replace(self._staged(body), self.path)
+            os.replace(synced_temp(self.path, body), self.path)
             return _etag(body)
         finally:
             os.close(fd)  # releases the flock
@@ -125,18 +116,8 @@ class S3Store:
         self.where = f"s3://{self.bucket}/{self.key}"
         self.client = client or s3_client()
 
-    def _put(self, body: bytes, **condition) -> str | None:
-        from botocore.exceptions import ClientError  # loaded with the client: S3 warehouses only
-
-        try:
-            out = self.client.put_object(Bucket=self.bucket, Key=self.key, Body=body, **condition)
-        except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            code = exc.response.get("Error", {}).get("Code", "")
-            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                return None  # someone else's write won
-            raise
-        return out["ETag"]
+    def _put(self, body: bytes, **condition: str) -> str | None:
+        return conditional_put(self.client, self.bucket, self.key, body, **condition)  # None: another write won
 
     def create(self, body: bytes) -> str | None:
         return self._put(body, IfNoneMatch="*")

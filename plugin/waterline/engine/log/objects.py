@@ -43,25 +43,10 @@ def create_if_absent(uri: str, body: bytes) -> bool:
     the name exists); on S3 a PutObject with ``If-None-Match: *``.
     """
     if storage.is_s3(uri):
-        from botocore.exceptions import ClientError  # loaded with the client: S3 warehouses only
-
         bucket, key = split_s3(uri)
-        try:
-            s3_client().put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
-        except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            code = exc.response.get("Error", {}).get("Code", "")
-            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                return False
-            raise
-        return True
+        return conditional_put(s3_client(), bucket, key, body, IfNoneMatch="*") is not None
     path = _local(uri)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(body)
-        fh.flush()
-        os.fsync(fh.fileno())
+    tmp = synced_temp(path, body)
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -69,6 +54,34 @@ def create_if_absent(uri: str, body: bytes) -> bool:
     finally:
         tmp.unlink()
     return True
+
+
+def synced_temp(path: Path, body: bytes) -> Path:
+    """``body`` in a new temporary file beside ``path``, flushed to disk: ready to be linked
+    or renamed to ``path`` in one atomic step."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(body)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return tmp
+
+
+def conditional_put(client, bucket: str, key: str, body: bytes, **condition: str) -> str | None:
+    """PutObject with a condition (``IfNoneMatch="*"``, ``IfMatch=etag``): the new ETag, or
+    None when the condition failed because another writer's object is there."""
+    from botocore.exceptions import ClientError  # loaded with the client: S3 warehouses only
+
+    try:
+        out = client.put_object(Bucket=bucket, Key=key, Body=body, **condition)
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = exc.response.get("Error", {}).get("Code", "")
+        if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
+            return None
+        raise
+    return out["ETag"]
 
 
 def list_tree(uri: str) -> list[StoredObject]:
