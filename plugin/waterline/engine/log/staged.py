@@ -55,25 +55,16 @@ def stage_folder(spec: FeedSpec, tier: str, token: str) -> str:
 
 @dataclass(frozen=True)
 class StagedTier:
-    """One tier's staged step: the state and files its one commit will carry."""
+    """One tier's staged step: the state and files its one commit will carry, and what the
+    release reports once that commit is made."""
 
-    tier: str
     state: TierState  # the state after the release (token: the stage's)
-    previous_w_us: int | None
     files: FileActions
-    released: int = 0
-    updated: int = 0
-    removed: int = 0
-    expired: int = 0
-    candidates: int = 0
+    result: TierRelease
 
-    def result(self) -> TierRelease:
-        return TierRelease(
-            tier=self.tier, w_us=self.state.w, previous_w_us=self.previous_w_us, seq=self.state.seq,
-            released=self.released, updated=self.updated, removed=self.removed, expired=self.expired,
-            candidates=self.candidates, next_due_us=self.state.next_due,
-            changed=bool(self.released or self.updated or self.removed),
-        )
+    @property
+    def tier(self) -> str:
+        return self.state.tier
 
 
 @dataclass(frozen=True)
@@ -136,7 +127,7 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
                      staged.tier_versions[step.tier] + 1)
             return None
         committed.append((step.tier, version))
-        results[step.tier] = step.result()
+        results[step.tier] = step.result
     for tier, version in committed:
         _checkpoint_if_due(spec.tier_path(tier), version)
     ordered = {t: results[t] for t in spec.tiers if t in results}

@@ -62,7 +62,8 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
     target = target_waterline(spec, held_state, now, as_of_us)
     results: dict[str, TierRelease] = {}
     if held_log.exists:
-        staged = stage(spark, spec, w_us=target, clock=clock, target_us=target, staged_at_us=now)
+        staged = stage(spark, spec, w_us=target, clock=clock, target_us=target, staged_at_us=now,
+                       held_log=held_log)
         if staged is not None:
             try:
                 done = commit_staged(spec, staged, clock=clock, lease=lease, now_us=now)

@@ -47,14 +47,15 @@ _CHANGE_TYPE = "_change_type"
 
 
 def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, target_us: int | None = None,
-          staged_at_us: int | None = None) -> StagedRelease | None:
+          staged_at_us: int | None = None, held_log: TableLog | None = None) -> StagedRelease | None:
     """Compute and write the release at ``w_us``; None when this feed cannot be staged (no
     held table yet, a tier whose Delta protocol `delta_commit` does not write, a tier without
     its change data feed yet): the release then runs the Spark path.
 
     ``target_us``: the W a release under the lease already computed (else the W the clock
-    at ``w_us`` allows); ``staged_at_us``: its clock reading (else the clock is read)."""
-    held_log = TableLog.open(spec.held_path)
+    at ``w_us`` allows); ``staged_at_us``: its clock reading (else the clock is read);
+    ``held_log``: the held table's log as that release read it (else it is read)."""
+    held_log = held_log or TableLog.open(spec.held_path)
     if not held_log.exists or held_log.version is None:
         return None
     tier_logs = {t: TableLog.open(spec.tier_path(t)) for t in spec.tiers}
@@ -100,7 +101,8 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
 def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
                 partitions: list[str], single: set[str], tier_log: TableLog, token: str) -> StagedTier:
     """One tier's files at ``step.w``: its rows that change, rewritten around the ones that do not."""
-    staged = StagedTier(tier=step.tier, state=state, previous_w_us=step.w0, files=FileActions())
+    staged = StagedTier(state=state, files=FileActions(), result=TierRelease(
+        tier=step.tier, w_us=state.w, previous_w_us=step.w0, seq=state.seq, next_due_us=state.next_due))
     if not partitions:
         return staged
     keys = [C.PARTITION, *spec.key]
@@ -141,7 +143,7 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         reasons: dict[str, int] = {}
         for (_, reason), n in counts.items():
             reasons[reason] = reasons.get(reason, 0) + n
-        staged = replace(
+        staged = _counted(
             staged, released=by_action["insert"], updated=by_action["update"], removed=by_action["delete"],
             expired=min(reasons.get("expired", 0), by_action["delete"]), candidates=sum(reasons.values()),
         )
@@ -175,14 +177,21 @@ def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, colum
         counts = {}
     if "candidates" not in counts:  # ... and Spark Connect returns an empty dict: count apart
         counts = desired.agg(*counted).collect()[0].asDict()
-    staged = replace(staged, released=counts["present"], candidates=counts["candidates"])
-    if not staged.released:  # the commit records the state alone: leave no folder its token would keep
+    staged = _counted(staged, released=counts["present"], candidates=counts["candidates"])
+    if not staged.result.released:  # the commit records the state alone: leave no folder its token would keep
         delete_tree(folder)
         return staged
     adds = _adds(spec, staged.tier, token)
-    metrics = {"numTargetRowsInserted": staged.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
+    metrics = {"numTargetRowsInserted": staged.result.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
                "numTargetFilesAdded": len(adds), "numTargetFilesRemoved": 0, "numTargetChangeFilesAdded": 0}
     return replace(staged, files=FileActions(adds=tuple(adds), metrics={k: str(v) for k, v in metrics.items()}))
+
+
+def _counted(staged: StagedTier, **counts: int) -> StagedTier:
+    """The staged step with its result's row counts (and whether they change the tier)."""
+    result = replace(staged.result, **counts)
+    changed = bool(result.released or result.updated or result.removed)
+    return replace(staged, result=replace(result, changed=changed))
 
 
 def _adds(spec: FeedSpec, tier: str, token: str) -> list[dict]:
