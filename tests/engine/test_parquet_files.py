@@ -89,3 +89,42 @@ def test_not_parquet_is_refused(tmp_path):
     (tmp_path / "t" / "d" / "f.parquet").write_bytes(b"not a parquet file at all")
     with pytest.raises(ValueError, match="not a Parquet file"):
         written_files(str(tmp_path / "t"), "d", stats=True)
+
+
+def test_a_stats_column_list_selects_struct_leaves_as_delta_nests_them(tmp_path):
+    """With the table's `delta.dataSkippingStatsColumns` (the held table keeps one), exactly the
+    listed columns are described, struct leaves nested as Delta writes them; a listed struct
+    stands for all its leaves, and names match case-insensitively."""
+    rows = pa.table({
+        "id": pa.array([5, None, -3], pa.int64()),
+        "h": pa.array([{"h1": 1, "h2": -7}, {"h1": 9, "h2": 2}, {"h1": -4, "h2": 0}]),
+        "s-t": pa.array([{"inner": {"x": 3}}, None, {"inner": {"x": 8}}]),
+        "l": pa.array([[1], [2, 3], None]),
+        "name": ["a", "b", None],
+    })
+    path = tmp_path / "f.parquet"
+    pq.write_table(rows, path)
+    columns = parquet_files.stats_columns({"delta.dataSkippingStatsColumns": "ID,h.h1, `s-t`.inner, name, l"})
+    assert columns == (("ID",), ("h", "h1"), ("s-t", "inner"), ("name",), ("l",))
+    stats = json.loads(parquet_files.delta_stats(pq.read_metadata(path), columns))
+    assert stats["minValues"] == {"id": -3, "h": {"h1": -4}, "s-t": {"inner": {"x": 3}}}
+    assert stats["maxValues"] == {"id": 5, "h": {"h1": 9}, "s-t": {"inner": {"x": 8}}}
+    # a leaf under a NULL struct is NULL; a list gets no statistics; a string gets its null count
+    assert stats["nullCount"] == {"id": 1, "h": {"h1": 0}, "s-t": {"inner": {"x": 1}}, "name": 1}
+
+
+def test_stats_columns_read_quotes_as_delta_writes_them():
+    read = parquet_files.stats_columns
+    assert read({}) is None and read({"delta.dataSkippingStatsColumns": " "}) is None
+    assert read({"delta.dataSkippingStatsColumns": "`a.b`.c,`x``y`"}) == (("a.b", "c"), ("x`y",))
+
+
+def test_a_partition_folder_reads_back_as_its_value(tmp_path):
+    """`partition_folder` escapes as Spark does, and `written_files` decodes it."""
+    value = "2026-01-01-08:00 x/%=y"
+    folder = tmp_path / "t" / "d" / parquet_files.partition_folder("_wl_partition", value)
+    folder.mkdir(parents=True)
+    pq.write_table(ROWS, folder / "part-0.parquet")
+    assert folder.name == "_wl_partition=2026-01-01-08%3A00 x%2F%25%3Dy"
+    [f] = written_files(str(tmp_path / "t"), "d", stats=False)
+    assert f.partition_values == {"_wl_partition": value}

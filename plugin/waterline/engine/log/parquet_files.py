@@ -5,17 +5,21 @@ A staged release writes its files with Spark and commits them itself
 values and statistics come from here: one listing of the stage folder and one
 ranged read of each file's footer, instead of a Spark pass over the files.
 
-Statistics are exact by construction: the row count, per top-level column the
-null count, and min/max only for signed integer columns. Parquet keeps
-timestamp, string and decimal bounds in forms Delta writes differently
-(truncated, prefixed, rescaled); a bound written wrongly would let a reader skip
-a file that holds matching rows, and a column without bounds is never skipped.
+Statistics are exact by construction: the row count, per column the null
+count, and min/max only for signed integer columns. Parquet keeps timestamp,
+string and decimal bounds in forms Delta writes differently (truncated,
+prefixed, rescaled); a bound written wrongly would let a reader skip a file
+that holds matching rows, and a column without bounds is never skipped. The
+columns are the table's ``delta.dataSkippingStatsColumns`` when it lists them
+(struct leaves included, as the held table's list has them), else every
+top-level column.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
@@ -24,6 +28,8 @@ import pyarrow.parquet as pq
 from waterline.engine.log import storage
 from waterline.engine.log.objects import list_tree, read_tail
 
+#: The table property that names the columns Delta keeps statistics for.
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 _TAIL = 64 * 1024  # one read holds the footer of any file a stage writes; longer ones take a second
 _MAGIC = b"PAR1"
 
@@ -39,9 +45,14 @@ class WrittenFile:
     stats: str | None = None
 
 
-def written_files(table: str, folder: str, *, stats: bool) -> list[WrittenFile]:
+Path = tuple[str, ...]  # a column: its name, or a struct leaf's names from the top
+
+
+def written_files(table: str, folder: str, *, stats: bool,
+                  columns: Sequence[Path] | None = None) -> list[WrittenFile]:
     """The Parquet files Spark wrote under ``table``/``folder`` (a Hive-partitioned folder),
-    with Delta statistics read from their footers when ``stats``."""
+    with Delta statistics read from their footers when ``stats`` (of ``columns``, see
+    `delta_stats`)."""
     root = storage.join(table, folder)
     out = []
     for obj in sorted(list_tree(root), key=lambda o: o.relative):
@@ -54,9 +65,22 @@ def written_files(table: str, folder: str, *, stats: bool) -> list[WrittenFile]:
             partition_values=_partition_values(obj.relative),
             size=obj.size,
             modified_ms=int(obj.modified_s * 1000),
-            stats=delta_stats(_footer(storage.join(root, obj.relative), obj.size)) if stats else None,
+            stats=delta_stats(_footer(storage.join(root, obj.relative), obj.size), columns) if stats else None,
         ))
     return out
+
+
+# What Spark escapes in a partition folder's name (ExternalCatalogUtils.escapePathName).
+_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
+
+
+def partition_folder(column: str, value: str) -> str:
+    """``column=value`` as Spark names a partition's folder (``%XX`` escapes), which
+    `written_files` reads back as the file's partition value."""
+    def escape(text: str) -> str:
+        return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+    return f"{escape(column)}={escape(value)}"
 
 
 def _partition_values(relative: str) -> dict[str, str]:
@@ -79,30 +103,101 @@ def _footer(uri: str, size: int) -> pq.FileMetaData:
     return pq.read_metadata(pa.BufferReader(tail))
 
 
-def delta_stats(meta: pq.FileMetaData) -> str:
-    """Delta's ``stats`` JSON for one file: numRecords, nullCount per top-level column, and
-    minValues/maxValues of its signed integer columns (see the module's docstring)."""
-    flat = {f.name for f in meta.schema.to_arrow_schema() if not pa.types.is_nested(f.type)}
-    nulls: dict[str, int] = {}
-    mins: dict[str, int] = {}
-    maxs: dict[str, int] = {}
-    for j in range(meta.num_columns):
-        column = meta.schema.column(j)
-        if column.path not in flat:
+def stats_columns(configuration: Mapping[str, str]) -> tuple[Path, ...] | None:
+    """The columns a table's ``delta.dataSkippingStatsColumns`` names (None: it names none).
+
+    Commas separate columns, dots struct levels, backquotes quote (a doubled one is
+    a backquote): ``a.b, `c.d`.e`` gives ``("a", "b"), ("c.d", "e")``."""
+    text = configuration.get(STATS_COLUMNS, "")
+    columns: list[Path] = []
+    levels: list[str] = []
+    name: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "`" and quoted and text.startswith("``", i):
+            name.append("`")
+            i += 1
+        elif ch == "`":
+            quoted = not quoted
+        elif quoted or ch not in ".," and not ch.isspace():
+            name.append(ch)
+        elif ch in ".,":
+            levels.append("".join(name))
+            name = []
+            if ch == ",":
+                columns.append(tuple(levels))
+                levels = []
+        i += 1
+    levels.append("".join(name))
+    columns.append(tuple(levels))
+    found = tuple(c for c in columns if any(c))
+    return found or None
+
+
+def delta_stats(meta: pq.FileMetaData, columns: Sequence[Path] | None = None) -> str:
+    """Delta's ``stats`` JSON for one file: numRecords, and per column the nullCount and,
+    for signed integer columns, minValues/maxValues (see the module's docstring).
+
+    ``columns``: the columns (or structs: all their leaves) to describe, as
+    `stats_columns` gives them; None: every top-level column that is not nested."""
+    wanted = None if columns is None else [tuple(p.lower() for p in c) for c in columns]
+    nulls: dict = {}
+    mins: dict = {}
+    maxs: dict = {}
+    for j, path in enumerate(_leaf_paths(meta)):
+        if path is None or not _selected(path, wanted):
             continue
+        column = meta.schema.column(j)
         chunks = [meta.row_group(g).column(j).statistics for g in range(meta.num_row_groups)]
         if chunks and all(c is not None and c.has_null_count for c in chunks):
-            nulls[column.path] = sum(c.null_count for c in chunks)
+            _put(nulls, path, sum(c.null_count for c in chunks))
         if not _exact_integer(column):
             continue
         bounded = [c for c in chunks if c is not None and c.has_min_max]
         # Every row group must have bounds, except those holding only nulls.
         if bounded and all(c in bounded or (c is not None and c.has_null_count and c.null_count == c.num_values)
                            for c in chunks):
-            mins[column.path] = min(c.min for c in bounded)
-            maxs[column.path] = max(c.max for c in bounded)
+            _put(mins, path, min(c.min for c in bounded))
+            _put(maxs, path, max(c.max for c in bounded))
     return json.dumps({"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls},
                       separators=(",", ":"))
+
+
+def _selected(path: Path, wanted: list[Path] | None) -> bool:
+    if wanted is None:
+        return len(path) == 1
+    lowered = tuple(p.lower() for p in path)  # Delta matches column names case-insensitively
+    return any(lowered[:len(w)] == w for w in wanted)
+
+
+def _put(into: dict, path: Path, value: int) -> None:
+    for name in path[:-1]:
+        into = into.setdefault(name, {})
+    into[path[-1]] = value
+
+
+def _leaf_paths(meta: pq.FileMetaData) -> list[Path | None]:
+    """Per Parquet column of the file, in order, its path through structs; None for a
+    column inside a list or map (Delta keeps no statistics there)."""
+
+    def walk(field: pa.Field, path: Path, repeated: bool) -> Iterator[Path | None]:
+        kind = field.type
+        if pa.types.is_struct(kind):
+            for i in range(kind.num_fields):
+                yield from walk(kind.field(i), (*path, kind.field(i).name), repeated)
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+            yield from walk(kind.value_field, path, True)
+        elif pa.types.is_map(kind):
+            yield from walk(kind.key_field, path, True)
+            yield from walk(kind.item_field, path, True)
+        else:
+            yield None if repeated else path
+
+    paths = [p for f in meta.schema.to_arrow_schema() for p in walk(f, (f.name,), False)]
+    # A schema pyarrow maps differently from its Parquet columns: describe nothing rather than guess.
+    return paths if len(paths) == meta.num_columns else [None] * meta.num_columns
 
 
 def _exact_integer(column: pq.ColumnSchema) -> bool:
