@@ -15,7 +15,9 @@ Files of a stage that never committed (a discarded stage, a crash between
 staging and commit) are invisible to readers; `orphan_stages` finds them for
 `waterline gc`, which deletes them once they are older than `GC_AFTER_S`. A
 stage older than `MAX_STAGE_AGE_US` is never committed, so gc cannot delete
-the files of a commit still to come.
+the files of a commit still to come. Held appends stage their files the same
+way, under ``<held>/wl-staged/<token>/``, for the moments between Spark's
+write and the commit (`orphan_tokens` finds what a crash left there).
 """
 
 from __future__ import annotations
@@ -30,10 +32,9 @@ from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.results import ReleaseResult, TierRelease
 from waterline.engine.core.state import TierState
 from waterline.engine.log import storage
-from waterline.engine.log.delta_commit import FileActions, commit_tier
+from waterline.engine.log.delta_commit import FileActions, checkpoint_if_due, commit_tier
 from waterline.engine.log.lease import Lease, feed_lease
 from waterline.engine.log.objects import delete_tree, list_tree
-from waterline.engine.log.storage import delta_table
 from waterline.engine.log.table_log import APP_COMMIT, TableLog, parse_state
 from waterline.spec import FeedSpec
 
@@ -46,11 +47,15 @@ STAGE_DIR = "wl-staged"
 MAX_STAGE_AGE_US = 30 * 60 * 1_000_000
 #: `waterline gc` deletes uncommitted stages older than this (well past `MAX_STAGE_AGE_US`).
 GC_AFTER_S = 2 * 3600.0
-_CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 
 
 def stage_folder(spec: FeedSpec, tier: str, token: str) -> str:
-    return storage.join(spec.tier_path(tier), STAGE_DIR, token)
+    return table_stage_folder(spec.tier_path(tier), token)
+
+
+def table_stage_folder(table: str, token: str) -> str:
+    """The folder under ``table`` (a tier or the held table) for the files of commit ``token``."""
+    return storage.join(table, STAGE_DIR, token)
 
 
 @dataclass(frozen=True)
@@ -129,20 +134,18 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
         committed.append((step.tier, version))
         results[step.tier] = step.result
     for tier, version in committed:
-        _checkpoint_if_due(spec.tier_path(tier), version)
+        checkpoint_if_due(spec.tier_path(tier), version)
     ordered = {t: results[t] for t in spec.tiers if t in results}
     w = max([staged.w_us] + [r.w_us for r in ordered.values() if not r.held and r.w_us is not None])
     return ReleaseResult(feed=spec.feed, requested_us=staged.w_us, w_us=w, seq=staged.seq, tiers=ordered)
 
 
 def _check_applies(tier_log: TableLog, state: TierState) -> None:
-    """What Delta's transaction check does for a Spark commit: a step whose commit number
-    was already used, or that would take W_T back, was computed from a stale state."""
-    applied = tier_log.transaction_version(APP_COMMIT) or 0
+    """A step that would take W_T back was computed from a stale state (a step whose commit
+    number was already used is refused by `commit_tier`, as Delta refuses a replay)."""
     current = tier_log.tier_state()
-    if applied >= state.n or (current.w is not None and state.w is not None and state.w < current.w):
-        raise SkippedCommit(f"{tier_log.path}: staged commit n={state.n} W_T={state.w} is stale "
-                            f"(applied n={applied}, W_T={current.w})")
+    if current.w is not None and state.w is not None and state.w < current.w:
+        raise SkippedCommit(f"{tier_log.path}: staged commit n={state.n} W_T={state.w} is stale (W_T={current.w})")
 
 
 def release_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock) -> ReleaseResult | None:
@@ -158,18 +161,6 @@ def release_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock) -> Re
     return result
 
 
-def _checkpoint_if_due(path: str, version: int) -> None:
-    """A Delta checkpoint at the table's interval, as Spark writes one after its own commits:
-    without it, a run of pre-staged commits would leave readers an ever longer log to replay."""
-    try:
-        table = delta_table(path)
-        interval = int(table.metadata().configuration.get(_CHECKPOINT_INTERVAL, "10"))
-        if interval > 0 and version % interval == 0 and table.version() == version:
-            table.create_checkpoint()
-    except Exception as exc:  # noqa: BLE001  (a checkpoint only speeds reads up; the commit stands)
-        log.warning("table %s: no checkpoint at version %s: %s", path, version, exc)
-
-
 def discard(spec: FeedSpec, staged: StagedRelease) -> None:
     """Delete the stage's files (best effort: `waterline gc` deletes what this leaves)."""
     for step in staged.steps:
@@ -180,29 +171,30 @@ def discard(spec: FeedSpec, staged: StagedRelease) -> None:
 
 
 def orphan_stages(spec: FeedSpec, *, now_s: float, older_than_s: float = GC_AFTER_S) -> dict[str, list[str]]:
-    """Per tier, the stage folders safe to delete: never committed and older than ``older_than_s``.
+    """Per tier, the stage folders safe to delete (`orphan_tokens`)."""
+    out = {tier: orphan_tokens(spec.tier_path(tier), now_s=now_s, older_than_s=older_than_s) for tier in spec.tiers}
+    return {t: tokens for t, tokens in out.items() if tokens}
+
+
+def orphan_tokens(table: str, *, now_s: float, older_than_s: float = GC_AFTER_S) -> list[str]:
+    """The stage folders under ``table`` safe to delete: never committed and older than ``older_than_s``.
 
     A stage counts as committed if a retained commit carries its token. A stage older than the
     oldest retained commit cannot be told apart from one whose commit log cleanup removed, so it
     is kept (Delta's VACUUM removes its files once they are unreferenced and past retention).
     """
-    out: dict[str, list[str]] = {}
-    for tier in spec.tiers:
-        path = spec.tier_path(tier)
-        objects = list_tree(storage.join(path, STAGE_DIR))
-        if not objects:
-            continue
-        newest: dict[str, float] = {}
-        for o in objects:
-            token = o.relative.split("/", 1)[0]
-            newest[token] = max(newest.get(token, 0.0), o.modified_s)
-        tier_log = TableLog.open(path)
-        history = tier_log.history(max((tier_log.version or 0) + 1, 1))
-        tokens = {s.get("token") for c in history if (s := parse_state(c.get("userMetadata"))) is not None}
-        oldest_commit_s = min((c.get("timestamp", 0) for c in history), default=0) / 1000
-        out[tier] = sorted(
-            token for token, modified in newest.items()
-            if token not in tokens and now_s - modified > older_than_s and modified > oldest_commit_s
-        )
-    return {t: tokens for t, tokens in out.items() if tokens}
-
+    objects = list_tree(storage.join(table, STAGE_DIR))
+    if not objects:
+        return []
+    newest: dict[str, float] = {}
+    for o in objects:
+        token = o.relative.split("/", 1)[0]
+        newest[token] = max(newest.get(token, 0.0), o.modified_s)
+    table_log = TableLog.open(table)
+    history = table_log.history(max((table_log.version or 0) + 1, 1))
+    tokens = {s.get("token") for c in history if (s := parse_state(c.get("userMetadata"))) is not None}
+    oldest_commit_s = min((c.get("timestamp", 0) for c in history), default=0) / 1000
+    return sorted(
+        token for token, modified in newest.items()
+        if token not in tokens and now_s - modified > older_than_s and modified > oldest_commit_s
+    )
