@@ -11,3 +11,8 @@ def sql_string(value: str) -> str:
 def delta_path(path: str) -> str:
     """``delta.`path```: a Delta table named by its location in SQL (MERGE, OPTIMIZE, ALTER)."""
     return "delta.`" + path.replace("`", "``") + "`"
+
+
+def quoted(name: str) -> str:
+    """A column name as a Spark SQL identifier (backquoted, so any name is one column)."""
+    return "`" + name.replace("`", "``") + "`"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -21,6 +22,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
+from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.spark.functions import FUNCTIONS
 from waterline.engine.spark.source import SOURCE_COLUMN
 from waterline.engine.spark.validate import REASON, check_duplicates
@@ -43,26 +45,34 @@ class Profile:
     fingerprint: str
 
 
-def _hashable(df: DataFrame, name: str) -> Column:
+def _hashable(df: DataFrame, name: str) -> str:
     # Spark refuses to hash maps; their JSON text is a stable stand-in.
-    return F.to_json(F.col(name)) if isinstance(df.schema[name].dataType, MapType) else F.col(name)
+    return f"to_json({quoted(name)})" if isinstance(df.schema[name].dataType, MapType) else quoted(name)
 
 
-def _null_masks(columns: Sequence[str]) -> list[Column]:
+def _null_masks(columns: Sequence[str]) -> list[str]:
+    """SQL of BIGINT masks, one bit per column set when it is NULL (62 columns per mask)."""
     masks = []
     for start in range(0, len(columns), _MASK_WIDTH):
         chunk = columns[start:start + _MASK_WIDTH]
-        mask = F.lit(0).cast("bigint")
-        for i, name in enumerate(chunk):
-            mask = mask + F.when(F.col(name).isNull(), F.lit(1 << i)).otherwise(F.lit(0)).cast("bigint")
-        masks.append(mask)
+        flags = [f"CAST(CASE WHEN {quoted(name)} IS NULL THEN {1 << i} ELSE 0 END AS BIGINT)"
+                 for i, name in enumerate(chunk)]
+        masks.append(" + ".join(["CAST(0 AS BIGINT)", *flags]))
     return masks
 
 
+def _hashes_sql(df: DataFrame, columns: Sequence[str]) -> tuple[str, str]:
+    values = ", ".join([_hashable(df, c) for c in columns] + _null_masks(columns))
+    return f"xxhash64({values})", f"xxhash64({sql_string(_SALT)}, {values})"
+
+
 def row_hashes(df: DataFrame, columns: Sequence[str]) -> tuple[Column, Column]:
-    """Two independent 64-bit hashes of the named columns' values, NULLs included."""
-    values = [_hashable(df, c) for c in columns] + _null_masks(columns)
-    return F.xxhash64(*values), F.xxhash64(F.lit(_SALT), *values)
+    """Two independent 64-bit hashes of the named columns' values, NULLs included.
+
+    Built as SQL text, one expression each: a Column built call by call costs a
+    py4j round trip per call (tens of milliseconds for a few columns)."""
+    h1, h2 = _hashes_sql(df, columns)
+    return F.expr(h1), F.expr(h2)
 
 
 def row_hash(df: DataFrame, columns: Sequence[str], *, as_text: bool = False) -> Column:
@@ -77,32 +87,68 @@ def row_hash(df: DataFrame, columns: Sequence[str], *, as_text: bool = False) ->
     return F.struct(h1.alias("h1"), h2.alias("h2"))
 
 
-def _aggregates(spec: FeedSpec, rows: DataFrame, payload: Sequence[str],
-                plans: Mapping[str, ReleasePlan]) -> list[Column]:
-    valid = F.col(REASON).isNull()
-    late_drop = F.col(REASON).startswith("late") & F.lit(spec.late == "drop")
-    h1, h2 = row_hashes(rows, [*payload, REASON])
-    return [
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.when(valid, 1)).alias("valid"),
-        F.count(F.when(~valid & ~late_drop, 1)).alias("quarantined"),
-        F.count(F.when(late_drop, 1)).alias("late_dropped"),
-        F.max(F.when(valid, F.expr(f"unix_micros(`{spec.event_time}`)"))).alias("max_event"),
-        F.bit_xor(h1).alias("x"),
+def _aggregates(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], taus: Sequence[str]) -> list[Column]:
+    """The profile as one row of aggregates: no grouping (sources are told apart by
+    conditional maxima), so Spark can also compute it as observed metrics.
+
+    ``taus``: per tier of the spec, in order, SQL of a row's takeover. SQL text, for the
+    reason `row_hashes` gives."""
+    valid = f"{REASON} IS NULL"
+    late_drop = f"(startswith({REASON}, 'late') AND {str(spec.late == 'drop').upper()})"
+    h1, h2 = _hashes_sql(rows, [*payload, REASON])
+    event = f"CASE WHEN {valid} THEN unix_micros({quoted(spec.event_time)}) END"
+    by_source = []
+    if SOURCE_COLUMN in rows.columns:  # rows say which source they came from
+        by_source = [f"max(CASE WHEN {SOURCE_COLUMN} = {sql_string(name)} THEN {event} END) AS max_event_{i}"
+                     for i, name in enumerate(spec.sources)]
+    return [F.expr(sql) for sql in (
+        "count(1) AS rows",
+        f"count(CASE WHEN {valid} THEN 1 END) AS valid",
+        f"count(CASE WHEN NOT {valid} AND NOT {late_drop} THEN 1 END) AS quarantined",
+        f"count(CASE WHEN {late_drop} THEN 1 END) AS late_dropped",
+        f"max({event}) AS max_event",
+        *by_source,
+        f"bit_xor({h1}) AS x",
         # The sum of h2 in two 32-bit halves: exact in BIGINT (ANSI Spark raises on overflow)
         # and cheaper than a DECIMAL(38) sum.
-        F.sum(F.shiftrightunsigned(h2, 32)).alias("sum_hi"),
-        F.sum(h2.bitwiseAND(F.lit(0xFFFFFFFF))).alias("sum_lo"),
-        *[F.min(F.when(valid, F.expr(plan.tau_sql()))).alias(f"tau_{i}") for i, plan in enumerate(plans.values())],
-    ]
+        f"sum(shiftrightunsigned({h2}, 32)) AS sum_hi",
+        f"sum({h2} & 4294967295) AS sum_lo",
+        *[f"min(CASE WHEN {valid} THEN {tau} END) AS tau_{i}" for i, tau in enumerate(taus)],
+    )]
+
+
+def _plan_taus(plans: Mapping[str, ReleasePlan]) -> list[str]:
+    return [plan.tau_sql() for plan in plans.values()]
 
 
 def profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str],
             plans: Mapping[str, ReleasePlan]) -> Profile:
     """Aggregate `rows` (the output with its `_wl_reason`) in one Spark job."""
-    source = F.col(SOURCE_COLUMN) if SOURCE_COLUMN in rows.columns else F.lit("*")
-    grouped = rows.groupBy(source.alias("s")).agg(*_aggregates(spec, rows, payload, plans)).collect()
-    return _combine(spec, rows, payload, plans, [r.asDict() for r in grouped])
+    row = rows.agg(*_aggregates(spec, rows, payload, _plan_taus(plans))).collect()[0]
+    return _combine(spec, rows, payload, row.asDict())
+
+
+def observe_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str],
+                    taus: Sequence[str]) -> tuple[DataFrame, Observation]:
+    """``rows`` observed: whatever action runs on the result (a write) computes the profile
+    too; `observed_profile` reads it after that action. ``taus``: SQL of each tier's takeover,
+    naming columns of ``rows`` (Spark refuses SQL functions, such as the wl_* calendars, inside
+    observed metrics, so they must be computed below the observation)."""
+    observation = Observation(f"waterline_profile_{uuid.uuid4().hex}")
+    return rows.observe(observation, *_aggregates(spec, rows, payload, taus)), observation
+
+
+def observed_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], plans: Mapping[str, ReleasePlan],
+                     observation: Observation) -> Profile:
+    """The profile an action on `observe_profile`'s frame computed, or (when Spark reported
+    no metrics) the standalone profile of ``rows``."""
+    try:
+        metrics = observation.get
+    except Exception:  # classic Spark reports no metrics for an empty output (it raises) ...
+        metrics = {}
+    if "max_event" not in metrics:  # ... and Spark Connect can return an empty dict
+        return profile(spec, rows, payload, plans)
+    return _combine(spec, rows, payload, metrics)
 
 
 def profile_checking_duplicates(spec: FeedSpec, partition: str, rows: DataFrame, payload: Sequence[str],
@@ -112,49 +158,39 @@ def profile_checking_duplicates(spec: FeedSpec, partition: str, rows: DataFrame,
 
     Raises the duplicate-key error like `check_duplicates`."""
     valid = rows.filter(F.col(REASON).isNull())
-    # Per-source maxima need a grouping, and Spark refuses SQL functions (the wl_* calendar
-    # functions) inside observed metrics: two jobs then.
-    if SOURCE_COLUMN in rows.columns or any(_calls_sql_function(plan.tau_sql()) for plan in plans.values()):
+    # Spark refuses SQL functions (the wl_* calendar functions) inside observed metrics: two jobs then.
+    if any(_calls_sql_function(plan.tau_sql()) for plan in plans.values()):
         result = profile(spec, rows, payload, plans)
         check_duplicates(spec, partition, valid)
         return result
-    observation = Observation("waterline_profile")
-    observed = rows.observe(observation, *_aggregates(spec, rows, payload, plans))
+    observed, observation = observe_profile(spec, rows, payload, _plan_taus(plans))
     check_duplicates(spec, partition, observed.filter(F.col(REASON).isNull()))
-    try:
-        metrics = observation.get
-    except Exception:  # classic Spark reports no metrics for an empty output (it raises)
-        return profile(spec, rows, payload, plans)
-    if "max_event" not in metrics:  # ... and Spark Connect returns an empty dict
-        return profile(spec, rows, payload, plans)
-    return _combine(spec, rows, payload, plans, [dict(metrics, s="*")])
+    return observed_profile(spec, rows, payload, plans, observation)
 
 
 def _calls_sql_function(sql: str) -> bool:
     return any(name in sql.lower() for name in FUNCTIONS)
 
 
-def _combine(spec, rows, payload, plans, groups: list[dict]) -> Profile:
-    """One Profile from the aggregates of each source's rows (`s`: the source, or "*")."""
-    by_source = {r["s"]: r["max_event"] for r in groups if r["max_event"] is not None}
-    if "*" in by_source:  # rows do not say which source they came from: credit every source
-        by_source = {name: by_source["*"] for name in spec.sources}
-    xor, total = 0, 0
-    for r in groups:
-        xor ^= r["x"] or 0
-        total += ((r["sum_hi"] or 0) << 32) + (r["sum_lo"] or 0)
-    taus = {t: min((r[f"tau_{i}"] for r in groups if r[f"tau_{i}"] is not None), default=None)
-            for i, t in enumerate(plans)}
-    n = sum(r["rows"] for r in groups)
+def _combine(spec, rows, payload, row: Mapping) -> Profile:
+    """One Profile from the aggregates of `_aggregates`."""
+    if SOURCE_COLUMN in rows.columns:
+        by_source = {name: row[f"max_event_{i}"] for i, name in enumerate(spec.sources)
+                     if row[f"max_event_{i}"] is not None}
+    else:  # rows do not say which source they came from: credit every source
+        by_source = {} if row["max_event"] is None else {name: row["max_event"] for name in spec.sources}
+    total = ((row["sum_hi"] or 0) << 32) + (row["sum_lo"] or 0)
+    taus = {t: row[f"tau_{i}"] for i, t in enumerate(spec.tiers)}
+    n = row["rows"]
     return Profile(
         rows=n,
-        valid=sum(r["valid"] for r in groups),
-        quarantined=sum(r["quarantined"] for r in groups),
-        late_dropped=sum(r["late_dropped"] for r in groups),
+        valid=row["valid"],
+        quarantined=row["quarantined"],
+        late_dropped=row["late_dropped"],
         max_event_by_source=by_source,
         # A NEG_INF takeover (never visible) is due at once: keep it, the sensor clamps to now.
         min_tau={t: (v if v is None or v > NEG_INF else NEG_INF) for t, v in taus.items()},
-        fingerprint=f"{n}:{xor & (2**64 - 1):016x}:{total}:{_shape_digest(spec, rows, payload)}",
+        fingerprint=f"{n}:{(row['x'] or 0) & (2**64 - 1):016x}:{total}:{_shape_digest(spec, rows, payload)}",
     )
 
 

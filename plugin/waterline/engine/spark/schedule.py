@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
@@ -86,26 +86,36 @@ def last_boundary_sql(vis_col: str) -> str:
 
 
 def with_schedule(df: DataFrame, plans: Mapping[str, ReleasePlan]) -> DataFrame:
-    """Add `_wl_vis__T`, `_wl_tau__T`, `_wl_last__T` for every tier T.
+    """Add `_wl_vis__T`, `_wl_tau__T`, `_wl_last__T` for every tier T (`schedule_columns`)."""
+    first, second = schedule_columns(plans)
+    df = df.withColumns(first)
+    return df.withColumns(second) if second else df
+
+
+def schedule_columns(plans: Mapping[str, ReleasePlan]) -> tuple[dict[str, Column], dict[str, Column]]:
+    """`_wl_vis__T`, `_wl_tau__T`, `_wl_last__T` for every tier T, as two projections: the
+    first over the rows' own columns; the second (empty unless a tier has several branches)
+    over the first, whose visibility array it reads.
 
     A one-branch tier's visibility is at most one interval, fully told by its
     takeover and last boundary, so its array is stored as NULL (see
     :func:`stored_vis_sql`): writing the array cost a 1M-row ingest ~0.5 s.
     """
-    singles = {tier: plan.single_interval_sql() for tier, plan in plans.items()}
+    vis: dict[str, Column] = {}
+    bounds: dict[str, Column] = {}
+    later: dict[str, Column] = {}
     for tier, plan in plans.items():
-        if singles[tier] is None:
-            df = df.withColumn(C.vis(tier), F.expr(plan.vis_sql()))
-        else:
-            df = df.withColumn(C.vis(tier), F.expr(f"CASE WHEN {singles[tier][0]} THEN NULL ELSE {_EMPTY_VIS} END"))
-    for tier in plans:
-        if singles[tier] is None:
+        single = plan.single_interval_sql()
+        if single is None:
+            vis[C.vis(tier)] = F.expr(plan.vis_sql())
             tau, last = _array_takeover_and_last(C.vis(tier))
+            later[C.tau(tier)], later[C.last(tier)] = F.expr(tau), F.expr(last)
         else:
-            non_empty, start, end = singles[tier]
+            non_empty, start, end = single
+            vis[C.vis(tier)] = F.expr(f"CASE WHEN {non_empty} THEN NULL ELSE {_EMPTY_VIS} END")
             tau, last = _takeover_and_last(non_empty, start, start, end)
-        df = df.withColumn(C.tau(tier), F.expr(tau)).withColumn(C.last(tier), F.expr(last))
-    return df
+            bounds[C.tau(tier)], bounds[C.last(tier)] = F.expr(tau), F.expr(last)
+    return {**vis, **bounds}, later
 
 
 def stored_end_sql(tier: str) -> str:
