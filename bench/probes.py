@@ -120,8 +120,7 @@ RELEASE_PHASES = Phases(
         # the one-commit path: files staged with Spark, then the commit without it
         "waterline.engine.spark.staging": ["_stage_tier", "_stage_inserts", "_write_files", "_adds", "written_files",
                                            "_removes"],
-        "waterline.engine.log.staged": ["commit_staged", "still_valid", "_checkpoint_if_due"],
-        "waterline.engine.log.delta_commit": ["commit_tier"],
+        "waterline.engine.log.staged": ["commit_staged", "still_valid", "commit_tier", "checkpoint_if_due"],
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],
     },
     {"waterline.engine.spark.release": ["commit_state"]},
@@ -129,10 +128,13 @@ RELEASE_PHASES = Phases(
 INGEST_PHASES = Phases(
     {
         "waterline.engine.spark.ingest": [
-            "read_output_and_unparsed", "check_columns", "check_schema", "parse_event_time", "compile_tiers",
-            "profile", "profile_checking_duplicates", "check_duplicates", "_versions", "_version_counts",
-            "_write_quarantine", "_commit", "ensure_tier_tables",
+            "_read", "read_output_and_unparsed", "check_columns", "check_schema", "parse_event_time",
+            "compile_tiers", "profile", "profile_checking_duplicates", "observed_profile", "check_duplicates",
+            "_write_quarantine", "_commit", "_record_moved", "ensure_tier_tables",
         ],
+        # the held append: files written by Spark, one commit without it
+        "waterline.engine.spark.held_append": ["direct_unsupported", "write", "staged_keys", "commit"],
+        "waterline.engine.spark.versions": ["tagged", "diff", "version_counts", "observed_counts"],
         _TABLE_LOG: ["held_state", "last_ingest_state", "partitions", "committed_version"],
     },
     {"waterline.engine.spark.ingest": ["commit_state"]},

@@ -112,3 +112,29 @@ def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path,
     assert not any(Path(spec.tier_path(t), STAGE_DIR, orphans[t][0]).exists() for t in orphans)
     after_gc = {k: v for k, v in _tables(spark, tmp_path).items() if k != "held"}  # gc drops dead held versions
     assert after_gc == {k: v for k, v in reference.items() if k != "held"}  # committed stages' files all stay
+
+
+def test_kill_between_the_held_write_and_its_commit_leaves_files_gc_deletes(spark, tmp_path, reference):
+    """An ingest killed after Spark wrote its versions' files and before its commit: the held
+    table reads as before, the re-run converges, and gc deletes the files no commit names."""
+    from waterline.engine.log.staged import STAGE_DIR, orphan_tokens
+    from waterline.engine.spark.gc import gc
+
+    run_steps(spark, tmp_path, stop=2)
+    before = _tables(spark, tmp_path)
+    proc = _driver(tmp_path, 2, faults.INGEST_BEFORE_COMMIT)
+    proc.communicate(timeout=600)
+    assert proc.returncode == -signal.SIGKILL, f"driver was not killed: rc={proc.returncode}"
+    spec = make_spec(tmp_path, TIERS)
+    written = list(Path(spec.held_path, STAGE_DIR).rglob("*.parquet"))
+    assert written, "the driver wrote no held files before the kill"
+    assert _tables(spark, tmp_path) == before
+    run_steps(spark, tmp_path, start=2)
+    assert _tables(spark, tmp_path) == reference
+    [orphan] = orphan_tokens(spec.held_path, now_s=time.time(), older_than_s=0)
+    assert all(orphan in str(p) for p in written)
+    assert gc(spark, spec, stage_grace_s=0).staged_files_removed >= len(written)
+    assert not Path(spec.held_path, STAGE_DIR, orphan).exists()
+    assert orphan_tokens(spec.held_path, now_s=time.time(), older_than_s=0) == []
+    after_gc = {k: v for k, v in _tables(spark, tmp_path).items() if k != "held"}  # gc drops dead held versions
+    assert after_gc == {k: v for k, v in reference.items() if k != "held"}

@@ -7,9 +7,10 @@ an identity is kept (ingest diffs against it) unless it is a removal every tier
 has applied, in which case the identity is forgotten entirely. A tier that was
 never released keeps everything.
 
-gc also deletes the files of pre-staged releases that never committed (a
-discarded stage, a crash between staging and commit) once they are older than
-the grace period (`waterline.engine.log.staged.orphan_stages`).
+gc also deletes the files of pre-staged releases and held appends that never
+committed (a discarded stage, a crash between Spark's write and the commit)
+once they are older than the grace period
+(`waterline.engine.log.staged.orphan_tokens`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from waterline.engine.core.results import GcResult
 from waterline.engine.core.sqltext import delta_path
 from waterline.engine.log.lease import Lease, feed_lease
 from waterline.engine.log.objects import delete_tree
-from waterline.engine.log.staged import GC_AFTER_S, orphan_stages, stage_folder
+from waterline.engine.log.staged import GC_AFTER_S, orphan_tokens, table_stage_folder
 from waterline.engine.log.table_log import APP_COMMIT, TableLog
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.tables import read_delta
@@ -37,15 +38,16 @@ from waterline.spec import FeedSpec
 def gc(spark: SparkSession, spec: FeedSpec, *, compact: bool = True, stage_grace_s: float = GC_AFTER_S,
        clock: Clock | None = None) -> GcResult:
     """Delete the held versions no tier can ever need again; compact what is left; delete the
-    files of pre-staged releases that never committed and are older than ``stage_grace_s``."""
+    staged files of releases and held appends that never committed and are older than
+    ``stage_grace_s``."""
     if not TableLog.open(spec.held_path).exists:
         return GcResult(feed=spec.feed, versions_before=0, versions_removed=0, files_compacted=False)
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         result = _gc_locked(spark, spec, compact=compact, lease=lease)
         now_s = (clock or SystemClock()).now_us() / 1e6
-        staged = sum(delete_tree(stage_folder(spec, tier, token))
-                     for tier, tokens in orphan_stages(spec, now_s=now_s, older_than_s=stage_grace_s).items()
-                     for token in tokens)
+        staged = sum(delete_tree(table_stage_folder(table, token))
+                     for table in (spec.held_path, *map(spec.tier_path, spec.tiers))
+                     for token in orphan_tokens(table, now_s=now_s, older_than_s=stage_grace_s))
     return replace(result, staged_files_removed=staged)
 
 

@@ -10,54 +10,55 @@ Spark work per ingest: one aggregate pass (counts, event times, takeovers and
 the output's fingerprint, see `profile`); if the fingerprint equals the one
 the partition's last ingest committed, that is all. Otherwise a duplicate-key
 check and the write; a partition held already has is diffed against its
-current versions first (a cached join), a new one is written as is. With no
-earlier fingerprint to compare with, the profile is observed during the
-duplicate-key check: one job, not two.
+current versions first (a join), a new one is written as is.
+
+The write: Spark writes the versions as Parquet files no reader sees and the
+ingest commits them itself (`held_append`): one commit file with the files,
+the Delta transaction and the state, with no Spark job to look the
+transaction up. A new partition with no earlier fingerprint is written in one
+pass that also computes the profile (observed metrics); the duplicate-key
+check then reads the key columns of the written files, and a failing check
+deletes them. The ingest that creates the held table, and a held table this
+writer does not honour, take Spark's Delta writer.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core import faults
 from waterline.engine.core.event_time import advance_sources, event_waterline
-from waterline.engine.core.races import new_token, retry_lost_races
+from waterline.engine.core.races import SkippedCommit, new_token, retry_lost_races
 from waterline.engine.core.results import IngestResult
-from waterline.engine.core.sqltext import sql_string
+from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
+from waterline.engine.log.delta_commit import commit_property, unsupported
 from waterline.engine.log.lease import Lease, feed_lease
 from waterline.engine.log.storage import is_delta_table
 from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.engine.spark import held_append
+from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
 from waterline.engine.spark.profile import (
     Profile,
+    observe_profile,
+    observed_profile,
     profile,
     profile_checking_duplicates,
-    row_hash,
 )
-from waterline.engine.spark.schedule import (
-    check_tiers_scheduled,
-    compile_tiers,
-    removal_schedule,
-    with_schedule,
-)
+from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers
 from waterline.engine.spark.source import read_output_and_unparsed
 from waterline.engine.spark.spark_errors import hint, spark_message
-from waterline.engine.spark.tables import (
-    creating_held_table,
-    ensure_tier_tables,
-    payload_schema,
-    read_delta,
-    table_schema,
-)
+from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, table_schema
 from waterline.engine.spark.validate import (
     REASON,
     check_columns,
@@ -67,10 +68,8 @@ from waterline.engine.spark.validate import (
     reason_column,
 )
 from waterline.errors import WaterlineError
-from waterline.semantics import NEG_INF
+from waterline.policy import ReleasePlan
 from waterline.spec import FeedSpec
-
-_KIND = "_wl_kind"
 
 
 def ingest(spark: SparkSession, spec: FeedSpec, partition: str, *, clock: Clock | None = None) -> IngestResult:
@@ -96,7 +95,57 @@ def ingest(spark: SparkSession, spec: FeedSpec, partition: str, *, clock: Clock 
         raise WaterlineError(f"feed {spec.feed}: partition {partition}: {message}{hint(exc)}") from exc
 
 
+@dataclass(frozen=True)
+class _Output:
+    """One partition's output as this ingest read it, and what it is checked and diffed against."""
+
+    partition: str
+    rows: DataFrame  # every output row, with its quarantine reason (NULL: valid)
+    payload: list[str]
+    plans: dict[str, ReleasePlan]
+    unparsed: DataFrame | None  # source records no reader could parse
+    held_log: TableLog  # the held table as read under the lease
+    state: HeldState
+    now_us: int
+    hash_as_text: bool
+
+    @property
+    def valid(self) -> DataFrame:
+        return self.rows.filter(V.VALID)
+
+
 def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock, lease: Lease) -> IngestResult:
+    out = _read(spark, spec, partition, clock)
+    held_log = out.held_log
+    previous = held_log.last_ingest_state(partition) if held_log.exists else None
+    known = previous.fingerprint if previous else None  # what this partition's last ingest committed
+    fresh = not held_log.exists or partition not in held_log.partitions()
+    prof: Profile | None = None
+    if known:
+        prof = _with_unparsed(profile(spec, out.rows, out.payload, out.plans), out.unparsed)  # it may spare the rest
+        if prof.fingerprint == known:  # the same output as last time: no row can differ
+            state = _next_state(spec, out, prof)
+            _record_moved(spark, spec, out, state, lease=lease)
+            return _result(spec, out, prof, V.nothing(spec), state)
+        check_duplicates(spec, partition, out.valid)
+    elif not fresh or not held_log.exists:  # a diff, or the held table to create: profile and check keys first
+        prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
+                              out.unparsed)
+    seq = out.state.seq + 1
+    tagged = V.tagged(out.rows, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text)
+    columns = V.version_columns(out.payload, spec.tiers)
+    stored = StructType([tagged.schema[c] for c in columns if c != V.KIND])  # removals have the same types
+    if held_log.exists and held_append.direct_unsupported(held_log, stored) is None:
+        return _append_directly(spark, spec, out, tagged, prof, fresh=fresh, lease=lease)
+    if prof is None:  # a fresh partition of a held table Spark's writer appends to
+        prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
+                              out.unparsed)
+    versions = V.new_versions(tagged, columns) if fresh else V.diff(spark, spec, tagged, columns, partition, seq=seq)
+    return _append_with_spark(spark, spec, out, versions, prof, fresh=fresh, lease=lease)
+
+
+def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> _Output:
+    """The partition's output, checked against the spec and the held table, and its tiers' plans."""
     held_log = TableLog.open(spec.held_path)
     state = held_log.held_state(spec.feed)
     now = clock.now_us()
@@ -111,59 +160,121 @@ def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: C
     # Held tables from before the struct row hash keep their 32-hex-digit text hash.
     hash_as_text = held_schema is not None and held_schema[C.HASH].dataType.typeName() == "string"
     plans = compile_tiers(spark, spec, parsed.select(payload))
-
     late_before = state.event_w if spec.waterline.mode == "event" else None
     rows = parsed.withColumn(REASON, reason_column(spec, late_before))
-    valid = rows.filter(F.col(REASON).isNull())
-    previous = held_log.last_ingest_state(partition) if held_log.exists else None
-    known = previous.fingerprint if previous else None  # what this partition's last ingest committed
-    if known:
-        prof = profile(spec, rows, payload, plans)  # alone first: it may spare everything else
-    else:  # no fingerprint to compare with: one job profiles and checks keys
-        prof = profile_checking_duplicates(spec, partition, rows, payload, plans)
-    prof = _with_unparsed(prof, unparsed)
-    sources, event_w = state.sources, state.event_w
-    if spec.waterline.mode == "event":
-        sources = advance_sources(sources, prof.max_event_by_source, now)
-        event_w = event_waterline(spec, sources, state.event_w, now)
-    new_state = state.evolve(
-        op="ingest", partition=partition, versions=0, min_tau={t: None for t in spec.tiers},
-        fingerprint=prof.fingerprint, sources=sources, event_w=event_w, n=state.n + 1, token=new_token(),
-    )
-    nothing = {"total": 0, "insert": 0, "update": 0, "remove": 0, "min_tau": new_state.min_tau}
-    if known == prof.fingerprint:  # the same output as last time: no row can differ
-        _commit(spark, spec, new_state, None, state, held_log=held_log, lease=lease)
-        return _result(spec, partition, prof, nothing, None, event_w, now)
-    if known:
-        check_duplicates(spec, partition, valid)
-    fresh = not held_log.exists or partition not in held_log.partitions()
-    versions = _versions(spark, spec, partition, valid.select(*payload), plans, fresh=fresh,
-                         hash_as_text=hash_as_text)
+    return _Output(partition=partition, rows=rows, payload=payload, plans=plans, unparsed=unparsed,
+                   held_log=held_log, state=state, now_us=now, hash_as_text=hash_as_text)
+
+
+def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, prof: Profile | None, *,
+                     fresh: bool, lease: Lease) -> IngestResult:
+    """Spark writes the versions as uncommitted files; one commit of ours makes them the next
+    version of the held table (`held_append`). ``prof`` None: a fresh partition profiled by
+    the write itself, whose keys are checked in the written files before the commit."""
+    token = new_token()
+    profiled = counted = None
+    columns = table_schema(out.held_log).fieldNames()  # the held table's order
+    if prof is None:
+        tagged, profiled = observe_profile(spec, tagged, out.payload, [quoted(C.tau(t)) for t in spec.tiers])
+    if fresh:
+        versions = tagged.filter(V.VALID)
+    else:
+        seq = out.state.seq + 1
+        versions = V.diff(spark, spec, tagged, V.version_columns(out.payload, spec.tiers), out.partition, seq=seq)
+        versions, counted = V.observe_counts(spec, versions)
+    try:
+        held_append.write(versions, columns, spec.held_path, token, out.partition)
+        if profiled is not None:
+            prof = _with_unparsed(observed_profile(spec, out.rows, out.payload, out.plans, profiled), out.unparsed)
+            keys = StructType([out.rows.schema[k] for k in spec.key])
+            written = held_append.staged_keys(spark, spec.held_path, token, out.partition, keys)
+            check_duplicates(spec, out.partition, written)
+        if fresh:  # every valid row is an insert: the profile has counted them
+            counts = dict(V.nothing(spec), total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
+        else:
+            counts = V.observed_counts(spec, counted, versions)
+        _write_quarantine(spark, spec, out.partition, out.rows, out.now_us, quarantine=prof.quarantined > 0,
+                          unparsed=out.unparsed)
+    except BaseException:
+        held_append.discard(spec.held_path, token)
+        raise
+    state = _next_state(spec, out, prof, counts, token=token)
+    if not counts["total"]:
+        held_append.discard(spec.held_path, token)
+        _record_moved(spark, spec, out, state, lease=lease)
+        return _result(spec, out, prof, counts, state)
+    faults.boundary(faults.INGEST_BEFORE_COMMIT)
+    lease.check()  # the last moment a lost lease can stop the commit
+    held_append.commit(out.held_log, state, token, record_property=_moved(state, out.state))
+    faults.boundary(faults.INGEST_AFTER_COMMIT)
+    ensure_tier_tables(spark, spec, payload_schema(out.rows))
+    return _result(spec, out, prof, counts, state)
+
+
+def _append_with_spark(spark: SparkSession, spec: FeedSpec, out: _Output, versions: DataFrame, prof: Profile, *,
+                       fresh: bool, lease: Lease) -> IngestResult:
+    """The versions appended by Spark's Delta writer, carrying the transaction and the state."""
     if not fresh:  # the diff is counted before the write, which reuses it
         versions = versions.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        if fresh:  # every valid row is an insert: the profile has counted them
-            counts = dict(nothing, total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
+        if fresh:
+            counts = dict(V.nothing(spec), total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
         else:
-            counts = _version_counts(spec, versions)
-        _write_quarantine(spark, spec, partition, rows, now, quarantine=prof.quarantined > 0, unparsed=unparsed)
-        seq = state.seq + 1 if counts["total"] else None
-        if seq is not None:
-            new_state = new_state.evolve(seq=seq, versions=counts["total"], min_tau=counts["min_tau"])
+            counts = V.version_counts(spec, versions)
+        _write_quarantine(spark, spec, out.partition, out.rows, out.now_us, quarantine=prof.quarantined > 0,
+                          unparsed=out.unparsed)
+        state = _next_state(spec, out, prof, counts)
         faults.boundary(faults.INGEST_BEFORE_COMMIT)
-        _commit(spark, spec, new_state, versions if seq is not None else None, state, held_log=held_log,
-                lease=lease)
+        if counts["total"]:
+            _commit(spark, spec, state, versions, out.state, held_log=out.held_log, lease=lease)
+        else:
+            _record_moved(spark, spec, out, state, lease=lease)
         faults.boundary(faults.INGEST_AFTER_COMMIT)
-        ensure_tier_tables(spark, spec, payload_schema(parsed.select(payload)))
+        ensure_tier_tables(spark, spec, payload_schema(out.rows))
     finally:
         if not fresh:
             versions.unpersist()
-    return _result(spec, partition, prof, counts, seq, event_w, now)
+    return _result(spec, out, prof, counts, state)
 
 
-def _commit(spark: SparkSession, spec: FeedSpec, new_state: HeldState, versions: DataFrame | None,
-            old_state: HeldState, *, held_log: TableLog, lease: Lease) -> None:
-    """Append the versions and the new state in one commit, or record a moved event time.
+def _next_state(spec: FeedSpec, out: _Output, prof: Profile, counts: dict | None = None, *,
+                token: str | None = None) -> HeldState:
+    """The held state after this ingest: its fingerprint and event-time bookkeeping, and, when
+    it writes versions (``counts``), the next sequence with their count and takeovers."""
+    state = out.state
+    sources, event_w = state.sources, state.event_w
+    if spec.waterline.mode == "event":
+        sources = advance_sources(sources, prof.max_event_by_source, out.now_us)
+        event_w = event_waterline(spec, sources, state.event_w, out.now_us)
+    new = state.evolve(
+        op="ingest", partition=out.partition, versions=0, min_tau=V.nothing(spec)["min_tau"],
+        fingerprint=prof.fingerprint, sources=sources, event_w=event_w, n=state.n + 1, token=token or new_token(),
+    )
+    if counts and counts["total"]:
+        new = new.evolve(seq=state.seq + 1, versions=counts["total"], min_tau=counts["min_tau"])
+    return new
+
+
+def _moved(new: HeldState, old: HeldState) -> bool:
+    return (new.event_w, new.sources) != (old.event_w, old.sources)
+
+
+def _record_moved(spark: SparkSession, spec: FeedSpec, out: _Output, state: HeldState, *, lease: Lease) -> None:
+    """An ingest that writes no version records its state only when the event time moved:
+    as the table property, which log cleanup keeps."""
+    if not out.held_log.exists or not _moved(state, out.state):
+        return
+    lease.check()
+    if unsupported(out.held_log) is None:  # one commit of ours, no JVM
+        if commit_property(out.held_log, state) is None:
+            raise SkippedCommit(f"{spec.held_path}: version {out.held_log.version + 1} was taken by another writer")
+    else:
+        record_state(spark, spec.held_path, state)
+
+
+def _commit(spark: SparkSession, spec: FeedSpec, new_state: HeldState, versions: DataFrame, old_state: HeldState, *,
+            held_log: TableLog, lease: Lease) -> None:
+    """Spark's Delta writer appends the versions and the new state in one commit.
 
     The append carries the Delta transaction (``waterline.seq``, new seq): if a newer
     writer already committed that sequence, Delta skips it and
@@ -171,88 +282,26 @@ def _commit(spark: SparkSession, spec: FeedSpec, new_state: HeldState, versions:
     instead of losing the versions. A moved event time also goes into the table
     property, which survives log cleanup. ``held_log`` was read under the feed
     lease, so whether the table exists still holds: no second log read."""
-    moved = (new_state.event_w, new_state.sources) != (old_state.event_w, old_state.sources)
-    if versions is not None:
-        creating = nullcontext() if held_log.exists else creating_held_table(spark, spec, versions.schema)
-        lease.check()  # the last moment a lost lease can stop the commit
-        with commit_state(spark, new_state, app=APP_SEQ, version=new_state.seq), creating:
-            (
-                versions.drop(_KIND).withColumn(C.SEQ, F.lit(new_state.seq).cast("bigint"))
-                .write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
-            )
-        TableLog.open(spec.held_path).committed_version(new_state.token, after=held_log.version)
-        if moved:
-            record_state(spark, spec.held_path, new_state)
-    elif held_log.exists and moved:
-        lease.check()
-        record_state(spark, spec.held_path, new_state)  # event time moved, no version to write
+    creating = nullcontext() if held_log.exists else creating_held_table(spark, spec, versions.schema)
+    lease.check()  # the last moment a lost lease can stop the commit
+    with commit_state(spark, new_state, app=APP_SEQ, version=new_state.seq), creating:
+        versions.drop(V.KIND).write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
+    TableLog.open(spec.held_path).committed_version(new_state.token, after=held_log.version)
+    if _moved(new_state, old_state):
+        record_state(spark, spec.held_path, new_state)
 
 
-def _result(spec, partition, prof: Profile, counts: dict, seq, event_w, now) -> IngestResult:
+def _result(spec: FeedSpec, out: _Output, prof: Profile, counts: dict, state: HeldState) -> IngestResult:
+    """What the ingest did; ``state``: the held state after it (its seq is new iff it wrote versions)."""
     due = [t for t in counts["min_tau"].values() if t is not None]
     return IngestResult(
-        feed=spec.feed, partition=partition, seq=seq,
+        feed=spec.feed, partition=out.partition, seq=state.seq if counts["total"] else None,
         rows_read=prof.rows, versions_written=counts["total"], inserted=counts["insert"],
         updated=counts["update"], removed=counts["remove"],
         unchanged=prof.valid - counts["insert"] - counts["update"],
         quarantined=prof.quarantined, late_dropped=prof.late_dropped,
-        event_waterline_us=event_w, next_due_us=max(min(due), now) if due else None,
+        event_waterline_us=state.event_w, next_due_us=max(min(due), out.now_us) if due else None,
     )
-
-
-def _versions(spark: SparkSession, spec: FeedSpec, partition: str, new: DataFrame, plans, *, fresh: bool,
-              hash_as_text: bool = False) -> DataFrame:
-    """Diff the partition's new output against its current versions in the held table
-    (for a partition held has never seen, every row is an insert)."""
-    payload = new.columns
-    keys = list(spec.key)
-    tagged = (
-        new.withColumn(C.HASH, row_hash(new, payload, as_text=hash_as_text))
-        .withColumn(C.PARTITION, F.lit(partition))
-        .withColumn(C.REMOVED, F.lit(False))
-        .withColumn(_KIND, F.lit("insert"))
-    )
-    tagged = with_schedule(tagged, plans)
-    if fresh:
-        return _finish(tagged)
-    current = (
-        read_delta(spark, spec.held_path)
-        .filter(F.col(C.PARTITION) == partition)
-        .groupBy(*keys)
-        .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r")), F.col(C.SEQ)).alias("_cur"))
-    )
-    joined = tagged.join(current, on=keys, how="full_outer")
-    cur_live = F.col("_cur").isNotNull() & ~F.col("_cur.r")
-    kind = (
-        F.when(F.col(C.HASH).isNotNull() & ~cur_live, F.lit("insert"))
-        .when(F.col(C.HASH).isNotNull() & (F.col(C.HASH) != F.col("_cur.h")), F.lit("update"))
-        .when(F.col(C.HASH).isNull() & cur_live, F.lit("remove"))
-    )
-    changed = joined.withColumn(_KIND, kind).filter(F.col(_KIND).isNotNull()).drop("_cur")
-    removals = removal_schedule(
-        changed.filter(F.col(_KIND) == "remove")
-        .withColumn(C.PARTITION, F.lit(partition)).withColumn(C.REMOVED, F.lit(True)),
-        plans,
-    )
-    upserts = changed.filter(F.col(_KIND) != "remove")
-    return _finish(upserts.unionByName(removals))
-
-
-def _finish(df: DataFrame) -> DataFrame:
-    return df.withColumn(C.INGESTED_AT, F.current_timestamp())
-
-
-def _version_counts(spec: FeedSpec, versions: DataFrame) -> dict:
-    aggs = [F.count(F.lit(1)).alias("total")]
-    aggs += [F.count(F.when(F.col(_KIND) == k, 1)).alias(k) for k in ("insert", "update", "remove")]
-    aggs += [F.min(C.tau(t)).alias(f"tau_{i}") for i, t in enumerate(spec.tiers)]
-    row = versions.agg(*aggs).collect()[0]
-    min_tau = {t: row[f"tau_{i}"] for i, t in enumerate(spec.tiers)}
-    return {
-        "total": row["total"], "insert": row["insert"], "update": row["update"], "remove": row["remove"],
-        # A NEG_INF takeover (removal, recall) is due at once: keep it, the sensor clamps to now.
-        "min_tau": {t: (v if v is None or v > NEG_INF else NEG_INF) for t, v in min_tau.items()},
-    }
 
 
 def _with_unparsed(prof: Profile, unparsed) -> Profile:

@@ -1,0 +1,114 @@
+"""Held appends as files Spark writes and one commit waterline writes.
+
+Spark's Delta append carrying a transaction id (``waterline.seq``, the fence
+that makes a replayed or stale append skip) first computes the held table's
+whole state to look that id up: three Spark jobs before every ingest's write,
+about 0.4 s (docs/benchmarks.md). So, as releases do, an ingest has Spark write
+the versions as Parquet files under ``<held>/wl-staged/<token>/data/``, which
+no reader sees, and commits them itself: the add actions with statistics from
+the files' footers (for the columns the held table keeps statistics for), the
+transaction and the state, in one commit file created only if absent
+(`waterline.engine.log.delta_commit.commit_append`). The transaction id is
+checked against the log the ingest read under the feed lease, without a JVM.
+
+A held table whose Delta protocol that writer does not honour, or whose schema
+the versions do not match exactly, takes Spark's Delta writer instead
+(`direct_unsupported`); so does the ingest that creates the held table.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from waterline.engine.core import columns as C
+from waterline.engine.core.races import SkippedCommit
+from waterline.engine.core.state import HeldState
+from waterline.engine.log.delta_commit import FileActions, checkpoint_if_due, commit_append, unsupported
+from waterline.engine.log.objects import delete_tree
+from waterline.engine.log.parquet_files import partition_folder, stats_columns, written_files
+from waterline.engine.log.staged import STAGE_DIR, table_stage_folder
+from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.engine.spark.tables import table_schema
+
+log = logging.getLogger(__name__)
+
+
+def direct_unsupported(held_log: TableLog, schema: StructType) -> str | None:
+    """Why versions of ``schema`` cannot be appended to the held table by `write`/`commit`
+    (Spark's Delta writer must append them), or None."""
+    reason = unsupported(held_log)
+    if reason is not None:
+        return reason
+    held = {f.name: f.dataType.simpleString() for f in table_schema(held_log).fields}
+    ours = {f.name: f.dataType.simpleString() for f in schema.fields}
+    if held != ours:  # Spark's writer names the difference (or applies what Delta allows)
+        return f"columns differ from the held table's: {sorted(set(held.items()) ^ set(ours.items()))}"
+    return None
+
+
+#: Writer options: the files are invisible until the Delta commit, so the output committer
+#: need not make the job's output appear at once (algorithm 2 moves each task's files once,
+#: not twice: on S3 every move is a copy), and no ``_SUCCESS`` marker is needed.
+_WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2",
+                  "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
+
+
+def folder(held_path: str, token: str, partition: str) -> str:
+    """Where the files of held append ``token`` (versions of ``partition``) are written before their commit."""
+    return f"{table_stage_folder(held_path, token)}/data/{partition_folder(C.PARTITION, partition)}"
+
+
+def write(versions: DataFrame, columns: list[str], held_path: str, token: str, partition: str) -> None:
+    """Spark writes ``versions`` (all of ``partition``; the held table's ``columns``) as Parquet
+    files and commits nothing: a Delta reader sees none of them until `commit` names them.
+    The files go straight into the partition's folder, without the partition column, as
+    Delta stores them: a write partitioned by a column that has one value would still sort
+    every row by it."""
+    files = versions.select(*[c for c in columns if c != C.PARTITION])
+    files.write.options(**_WRITE_OPTIONS).mode("error").parquet(folder(held_path, token, partition))
+
+
+def staged_keys(spark: SparkSession, held_path: str, token: str, partition: str, key_schema: StructType) -> DataFrame:
+    """The key columns of the files `write` wrote for ``token`` (read from the files, so a
+    check over them does not run the feed's transform again)."""
+    return spark.read.schema(key_schema).parquet(folder(held_path, token, partition))
+
+
+def commit(held_log: TableLog, state: HeldState, token: str, *, record_property: bool) -> int:
+    """Commit the files of ``token`` as version ``held_log.version + 1``: the adds (statistics
+    from the footers), the transaction ``waterline.seq`` = ``state.seq`` and ``state``.
+
+    Raises `SkippedCommit` when another writer made that version first or already used
+    the sequence (the caller plans again); the staged files are deleted then."""
+    columns = stats_columns(held_log.table.metadata().configuration)
+    files = written_files(held_log.path, f"{STAGE_DIR}/{token}/data", stats=True, columns=columns)
+    adds = tuple(
+        {"path": f.path, "partitionValues": f.partition_values, "size": f.size,
+         "modificationTime": f.modified_ms, "dataChange": True, "stats": f.stats}
+        for f in files
+    )
+    metrics = {"numFiles": str(len(adds)), "numOutputRows": str(state.versions),
+               "numOutputBytes": str(sum(f.size for f in files))}
+    try:
+        version = commit_append(held_log, FileActions(adds=adds, metrics=metrics), state, app=APP_SEQ,
+                                record_property=record_property)
+    except SkippedCommit:
+        discard(held_log.path, token)
+        raise
+    if version is None:
+        discard(held_log.path, token)
+        raise SkippedCommit(f"{held_log.path}: version {held_log.version + 1} was taken by another writer")
+    checkpoint_if_due(held_log.path, version)
+    return version
+
+
+def discard(held_path: str, token: str) -> None:
+    """Delete the files of an append that will not be committed (best effort: `waterline gc`
+    deletes what this leaves)."""
+    try:
+        delete_tree(table_stage_folder(held_path, token))
+    except Exception as exc:  # noqa: BLE001
+        log.warning("held table %s: staged files of %s left for gc: %s", held_path, token, exc)

@@ -1,0 +1,149 @@
+"""Held appends committed without Spark's Delta writer (`engine.spark.held_append`), on real Spark and Delta.
+
+Every ingest after the one that creates the held table writes its versions as
+Parquet files and makes one commit of its own: the files, the `waterline.seq`
+transaction and the state. These tests read what those commits leave with both
+Delta readers (Spark and deltalake), and check the paths where the commit must
+not happen: duplicate keys, a version another writer took, a crash before it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from tests.engine.feedkit import far_future_clock, make_spec, write_partition
+from waterline.engine.log.staged import STAGE_DIR
+from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.errors import WaterlineError
+
+pytestmark = pytest.mark.spark
+TIERS = {"rt": "TRUE", "d15": "event_time + INTERVAL 15 MINUTES <= WATERLINE()"}
+
+
+def _row(i, minute=0, v="x"):
+    return {"id": i, "event_time": f"2026-01-01 10:{minute:02d}:00", "status": "final", "v": v}
+
+
+def _commit(held: str, version: int) -> list[dict]:
+    return [json.loads(line) for line in Path(held, "_delta_log", f"{version:020d}.json").read_text().splitlines()]
+
+
+def _held_rows(spark, spec) -> tuple[list, list]:
+    """(Spark's rows, deltalake's rows) of the held table: (partition, id, v, seq, removed)."""
+    columns = ["_wl_partition", "id", "v", "_wl_seq", "_wl_removed"]
+    by_spark = sorted((tuple(r) for r in spark.read.format("delta").load(spec.held_path).select(*columns).collect()),
+                      key=repr)
+    by_deltalake = sorted((tuple(r.values()) for r in TableLog.open(spec.held_path).to_arrow(columns).to_pylist()),
+                          key=repr)
+    return by_spark, by_deltalake
+
+
+def test_each_ingest_is_one_commit_both_readers_read_with_the_statistics_releases_prune_by(spark, tmp_path):
+    from waterline.engine.spark.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    clock = far_future_clock()
+    write_partition(tmp_path, "a", [_row(i, i) for i in range(5)])
+    ingest(spark, spec, "a", clock=clock)  # creates the held table: Spark's Delta writer
+    write_partition(tmp_path, "b", [_row(i, i) for i in range(3)])
+    write_partition(tmp_path, "a", [_row(0, 0, "changed"), *[_row(i, i) for i in range(1, 4)]])
+    before = TableLog.open(spec.held_path).version
+    fresh = ingest(spark, spec, "b", clock=clock)
+    diffed = ingest(spark, spec, "a", clock=clock)
+    assert (fresh.seq, fresh.inserted) == (2, 3)
+    assert (diffed.seq, diffed.updated, diffed.removed, diffed.inserted) == (3, 1, 1, 0)
+    assert TableLog.open(spec.held_path).version == before + 2  # one commit each, nothing else
+
+    for version, state in ((before + 1, fresh), (before + 2, diffed)):
+        actions = _commit(spec.held_path, version)
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        assert info["operation"] == "WRITE" and info["isBlindAppend"] is True
+        assert json.loads(info["userMetadata"])["waterline"]["seq"] == state.seq
+        assert [a["txn"] for a in actions if "txn" in a][0]["appId"] == APP_SEQ
+        adds = [a["add"] for a in actions if "add" in a]
+        assert adds and all(a["path"].startswith(f"{STAGE_DIR}/") for a in adds)
+        assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == state.versions_written
+    assert TableLog.open(spec.held_path).transaction_version(APP_SEQ) == 3
+
+    by_spark, by_deltalake = _held_rows(spark, spec)
+    assert by_spark == by_deltalake
+    assert ("a", 0, "changed", 3, False) in by_spark and ("a", 4, None, 3, True) in by_spark
+    assert sum(1 for r in by_spark if r[0] == "b") == 3
+
+    # Every file, whoever wrote it, has the statistics the release prunes by (the held
+    # table's delta.dataSkippingStatsColumns, struct leaf _wl_hash.h1 included).
+    actions = pa.table(TableLog.open(spec.held_path).table.get_add_actions(flatten=True)).to_pylist()
+    assert len(actions) >= 3
+    for action in actions:
+        for column in ("_wl_seq", "_wl_tau__d15", "_wl_last__d15", "_wl_hash.h1"):
+            assert action[f"null_count.{column}"] is not None, (column, action)
+            if action[f"null_count.{column}"] < action["num_records"]:  # removals have no hash: no bounds
+                assert action[f"min.{column}"] is not None and action[f"max.{column}"] is not None, (column, action)
+
+
+def test_duplicate_keys_in_a_new_partition_commit_nothing_and_leave_no_file(spark, tmp_path):
+    """The new partition is profiled by the write; its keys are checked in the files written,
+    before any commit: the error names the keys, and the files are deleted."""
+    from waterline.engine.spark.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    version = TableLog.open(spec.held_path).version
+    write_partition(tmp_path, "b", [_row(1), _row(2), _row(2, v="y"), _row(3)])
+    with pytest.raises(WaterlineError, match=r"partition b: duplicate keys \['id'\].*\(id=2\) x2.*nothing was written"):
+        ingest(spark, spec, "b", clock=far_future_clock())
+    assert TableLog.open(spec.held_path).version == version
+    assert not list(Path(spec.held_path, STAGE_DIR).rglob("*.parquet"))
+
+
+def test_a_version_taken_between_the_write_and_the_commit_is_planned_again(spark, tmp_path, monkeypatch):
+    """Another commit lands on the held table after Spark wrote the files: the commit of
+    ours cannot take that version (created only if absent), its files are deleted, and
+    the ingest plans again from the new log; nothing is doubled or lost."""
+    from waterline.engine.spark import held_append
+    from waterline.engine.spark.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    real_write = held_append.write
+    tokens = []
+
+    def write_then_someone_commits(versions, columns, held_path, token, partition):
+        real_write(versions, columns, held_path, token, partition)
+        tokens.append(token)
+        if len(tokens) == 1:  # a foreign commit (a maintenance job) takes the next version
+            spark.sql(f"ALTER TABLE delta.`{held_path}` SET TBLPROPERTIES ('team' = 'data')")
+
+    monkeypatch.setattr(held_append, "write", write_then_someone_commits)
+    write_partition(tmp_path, "b", [_row(5), _row(6)])
+    result = ingest(spark, spec, "b", clock=far_future_clock())
+    assert len(tokens) == 2 and result.seq == 2 and result.inserted == 2
+    assert not Path(spec.held_path, STAGE_DIR, tokens[0]).exists()
+    by_spark, by_deltalake = _held_rows(spark, spec)
+    assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
+
+
+def test_checkpoints_keep_the_transaction_the_state_and_the_statistics(spark, tmp_path):
+    """Every 10th version gets a checkpoint (written by deltalake, as Spark would after its
+    own commits); readers of the checkpoint still find the sequence, the state and the
+    statistics, and Spark reads the table from it."""
+    from waterline.engine.spark.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS, partitions={"static": [f"p{i}" for i in range(12)]})
+    for i in range(12):
+        write_partition(tmp_path, f"p{i}", [_row(i, i % 60)])
+        ingest(spark, spec, f"p{i}", clock=far_future_clock())
+    log_dir = Path(spec.held_path, "_delta_log")
+    assert list(log_dir.glob("*.checkpoint.parquet")), "no checkpoint written"
+    for old in sorted(log_dir.glob("0*.json"))[:9]:  # what log cleanup would delete
+        old.unlink()
+    held = TableLog.open(spec.held_path)
+    assert held.held_state(spec.feed).seq == 12 == held.transaction_version(APP_SEQ)
+    assert all(f.tau_min["d15"] is not None for f in held.held_files(spec.tiers))
+    assert spark.read.format("delta").load(spec.held_path).count() == 12
