@@ -133,7 +133,7 @@ INGEST_PHASES = Phases(
             "_write_quarantine", "_commit", "_record_moved", "ensure_tier_tables",
         ],
         # the held append: files written by Spark, one commit without it
-        "waterline.engine.spark.held_append": ["direct_unsupported", "write", "staged_keys", "commit"],
+        "waterline.engine.spark.held_append": ["direct_unsupported", "write", "check_keys", "commit"],
         "waterline.engine.spark.versions": ["tagged", "diff", "version_counts", "observed_counts"],
         _TABLE_LOG: ["held_state", "last_ingest_state", "partitions", "committed_version"],
     },

@@ -59,3 +59,20 @@ def test_s3_client_reaches_the_store_the_env_names(s3proxy):
     client = storage.s3_client()
     client.put_object(Bucket=bucket, Key=key, Body=b"hello")
     assert s3proxy.client().get_object(Bucket=bucket, Key=key)["Body"].read() == b"hello"
+
+
+def test_arrow_filesystem_reads_what_the_store_holds_and_finds_staged_duplicates(s3proxy):
+    """pyarrow reaches the store with the same settings (the key check of held appends reads
+    the staged files' key columns with it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from waterline.engine.log.staged_keys import duplicate_keys
+
+    folder = s3proxy.uri("probe/staged/data/_wl_partition=a")
+    fs, path = storage.arrow_filesystem(folder)
+    assert path == f"{s3proxy.bucket}/probe/staged/data/_wl_partition=a"
+    pq.write_table(pa.table({"id": [1, 2, 3], "v": ["x", "y", "z"]}), f"{path}/part-0.parquet", filesystem=fs)
+    pq.write_table(pa.table({"id": [3, 4], "v": ["w", "q"]}), f"{path}/part-1.parquet", filesystem=fs)
+    assert duplicate_keys(folder, ["id"]) == [((3,), 2)]
+    assert duplicate_keys(folder, ["id", "v"]) == []

@@ -33,7 +33,7 @@ from waterline.engine.log.objects import create_if_absent
 from waterline.engine.log.storage import delta_table
 from waterline.engine.log.table_log import PROPERTY, TAG, TableLog
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 #: Writer features whose obligations this writer meets: change data (it writes ``cdc``
 #: files), and features it only has to leave alone while they constrain nothing here
@@ -174,14 +174,17 @@ def _commit(log: TableLog, files: FileActions, state: HeldState | TierState, *, 
     return version if create_if_absent(commit_path(log.path, version), body) else None
 
 
-def checkpoint_if_due(path: str, version: int) -> None:
-    """A Delta checkpoint at the table's interval, as Spark writes one after its own commits:
-    without it, a run of these commits would leave readers an ever longer log to replay.
-    Callers make it after their commits, not between them (it is not needed to read them)."""
+def checkpoint_if_due(log: TableLog, version: int) -> None:
+    """A Delta checkpoint of ``version`` at the table's interval (read from ``log``, the snapshot
+    the commit was made on), as Spark writes one after its own commits: without it, a run of
+    these commits would leave readers an ever longer log to replay. Callers make it after
+    their commits, not between them (it is not needed to read them)."""
     try:
-        table = delta_table(path)
-        interval = int(table.metadata().configuration.get(_CHECKPOINT_INTERVAL, "10"))
-        if interval > 0 and version % interval == 0 and table.version() == version:
+        interval = int(log.table.metadata().configuration.get(_CHECKPOINT_INTERVAL, "10"))
+        if interval <= 0 or version % interval:
+            return
+        table = delta_table(log.path)
+        if table.version() == version:
             table.create_checkpoint()
     except Exception as exc:  # noqa: BLE001  (a checkpoint only speeds reads up; the commit stands)
-        log.warning("table %s: no checkpoint at version %s: %s", path, version, exc)
+        logger.warning("table %s: no checkpoint at version %s: %s", log.path, version, exc)

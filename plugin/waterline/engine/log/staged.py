@@ -120,7 +120,7 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
         return None
     faults.boundary(faults.STAGED_BEFORE_COMMIT)
     results = {r.tier: r for r in staged.settled}
-    committed: list[tuple[str, int]] = []
+    committed: list[tuple[TableLog, int]] = []
     for i, step in enumerate(staged.steps):
         faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
         lease.check()  # the last moment a lost lease can stop the commit
@@ -131,10 +131,10 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
             log.info("feed %s: tier %s version %s taken by another writer", spec.feed, step.tier,
                      staged.tier_versions[step.tier] + 1)
             return None
-        committed.append((step.tier, version))
+        committed.append((tier_log, version))
         results[step.tier] = step.result
-    for tier, version in committed:
-        checkpoint_if_due(spec.tier_path(tier), version)
+    for tier_log, version in committed:
+        checkpoint_if_due(tier_log, version)
     ordered = {t: results[t] for t in spec.tiers if t in results}
     w = max([staged.w_us] + [r.w_us for r in ordered.values() if not r.held and r.w_us is not None])
     return ReleaseResult(feed=spec.feed, requested_us=staged.w_us, w_us=w, seq=staged.seq, tiers=ordered)

@@ -24,14 +24,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from waterline.engine.core import columns as C
+from waterline.engine.core.keys import duplicate_keys_error
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState
 from waterline.engine.log.delta_commit import FileActions, checkpoint_if_due, commit_append, unsupported
 from waterline.engine.log.objects import delete_tree
 from waterline.engine.log.parquet_files import partition_folder, stats_columns, written_files
 from waterline.engine.log.staged import STAGE_DIR, table_stage_folder
+from waterline.engine.log.staged_keys import duplicate_keys
 from waterline.engine.log.table_log import APP_SEQ, TableLog
 from waterline.engine.spark.tables import table_schema
+from waterline.engine.spark.validate import check_duplicates
+from waterline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +72,22 @@ def write(versions: DataFrame, columns: list[str], held_path: str, token: str, p
     Delta stores them: a write partitioned by a column that has one value would still sort
     every row by it."""
     files = versions.select(*[c for c in columns if c != C.PARTITION])
-    files.write.options(**_WRITE_OPTIONS).mode("error").parquet(folder(held_path, token, partition))
+    # "append": the folder is new (a fresh token), so Spark need not check that it is absent (an S3 call)
+    files.write.options(**_WRITE_OPTIONS).mode("append").parquet(folder(held_path, token, partition))
 
 
-def staged_keys(spark: SparkSession, held_path: str, token: str, partition: str, key_schema: StructType) -> DataFrame:
-    """The key columns of the files `write` wrote for ``token`` (read from the files, so a
-    check over them does not run the feed's transform again)."""
-    return spark.read.schema(key_schema).parquet(folder(held_path, token, partition))
+def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, key: StructType) -> None:
+    """Raise the duplicate-key error if the files `write` wrote for ``token`` hold an identity
+    twice. The key columns (``key``: as the output names and types them) are read from the
+    files, so the check sees exactly what the commit would publish and the feed's transform
+    does not run again: with pyarrow in this process when they are small enough
+    (`staged_keys`), else with Spark."""
+    where = folder(spec.held_path, token, partition)
+    found = duplicate_keys(where, key.fieldNames())
+    if found is None:
+        check_duplicates(spec, partition, spark.read.schema(key).parquet(where))
+    elif found:
+        raise duplicate_keys_error(spec.feed, partition, spec.key, found)
 
 
 def commit(held_log: TableLog, state: HeldState, token: str, *, record_property: bool) -> int:
@@ -101,7 +114,7 @@ def commit(held_log: TableLog, state: HeldState, token: str, *, record_property:
     if version is None:
         discard(held_log.path, token)
         raise SkippedCommit(f"{held_log.path}: version {held_log.version + 1} was taken by another writer")
-    checkpoint_if_due(held_log.path, version)
+    checkpoint_if_due(held_log, version)
     return version
 
 

@@ -186,9 +186,9 @@ def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: 
         held_append.write(versions, columns, spec.held_path, token, out.partition)
         if profiled is not None:
             prof = _with_unparsed(observed_profile(spec, out.rows, out.payload, out.plans, profiled), out.unparsed)
-            keys = StructType([out.rows.schema[k] for k in spec.key])
-            written = held_append.staged_keys(spark, spec.held_path, token, out.partition, keys)
-            check_duplicates(spec, out.partition, written)
+            fields = {f.name.lower(): f for f in out.rows.schema.fields}  # Spark's names are case-blind
+            key = StructType([fields[k.lower()] for k in spec.key])
+            held_append.check_keys(spark, spec, token, out.partition, key)
         if fresh:  # every valid row is an insert: the profile has counted them
             counts = dict(V.nothing(spec), total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
         else:

@@ -7,12 +7,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType, TimestampNTZType, TimestampType
 
 from waterline.engine.core import columns as C
+from waterline.engine.core.keys import MAX_KEYS_IN_ERROR, duplicate_keys_error
 from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
 REASON = "_wl_reason"
-MAX_KEYS_IN_ERROR = 10
 
 
 def check_columns(spec: FeedSpec, df: DataFrame) -> None:
@@ -77,15 +77,8 @@ def check_duplicates(spec: FeedSpec, partition: str, valid: DataFrame) -> None:
         .limit(MAX_KEYS_IN_ERROR + 1).collect()
     )
     if dups:
-        shown = ", ".join(
-            "(" + ", ".join(f"{k}={row[k]!r}" for k in spec.key) + f") x{row['_n']}"
-            for row in dups[:MAX_KEYS_IN_ERROR]
-        )
-        more = " and more" if len(dups) > MAX_KEYS_IN_ERROR else ""
-        raise WaterlineError(
-            f"feed {spec.feed}: partition {partition}: duplicate keys {list(spec.key)} in the output: "
-            f"{shown}{more}; nothing was written"
-        )
+        found = [(tuple(row[k] for k in spec.key), row["_n"]) for row in dups]
+        raise duplicate_keys_error(spec.feed, partition, spec.key, found)
 
 
 def check_schema(spec: FeedSpec, held: StructType, output: StructType) -> None:
