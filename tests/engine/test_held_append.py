@@ -129,21 +129,26 @@ def test_a_version_taken_between_the_write_and_the_commit_is_planned_again(spark
     assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
 
 
-def test_checkpoints_keep_the_transaction_the_state_and_the_statistics(spark, tmp_path):
-    """Every 10th version gets a checkpoint (written by deltalake, as Spark would after its
-    own commits); readers of the checkpoint still find the sequence, the state and the
-    statistics, and Spark reads the table from it."""
+def test_checkpoints_and_log_cleanup_keep_the_transaction_the_state_and_the_statistics(spark, tmp_path):
+    """A checkpoint at the table's interval (written by deltalake) and the cleanup of log files
+    past the table's retention, as Spark does after its own commits; readers of the
+    checkpoint still find the sequence, the state and the statistics, and Spark reads it."""
     from waterline.engine.spark.ingest import ingest
 
-    spec = make_spec(tmp_path, TIERS, partitions={"static": [f"p{i}" for i in range(12)]})
-    for i in range(12):
+    spec = make_spec(tmp_path, TIERS, partitions={"static": [f"p{i}" for i in range(8)]})
+    write_partition(tmp_path, "p0", [_row(0)])
+    ingest(spark, spec, "p0", clock=far_future_clock())
+    spark.sql(f"ALTER TABLE delta.`{spec.held_path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '2', "
+              "'delta.logRetentionDuration' = 'interval 1 seconds', "
+              "'delta.deletedFileRetentionDuration' = 'interval 1 seconds')")
+    for i in range(1, 8):
         write_partition(tmp_path, f"p{i}", [_row(i, i % 60)])
         ingest(spark, spec, f"p{i}", clock=far_future_clock())
     log_dir = Path(spec.held_path, "_delta_log")
-    assert list(log_dir.glob("*.checkpoint.parquet")), "no checkpoint written"
-    for old in sorted(log_dir.glob("0*.json"))[:9]:  # what log cleanup would delete
-        old.unlink()
+    assert len(list(log_dir.glob("*.checkpoint.parquet"))) >= 2, "no checkpoints written"
+    # Cleanup deletes what lies before a checkpoint older than the retention: not the newest.
+    assert not (log_dir / f"{0:020d}.json").exists(), "the log was not cleaned up past its retention"
     held = TableLog.open(spec.held_path)
-    assert held.held_state(spec.feed).seq == 12 == held.transaction_version(APP_SEQ)
+    assert held.held_state(spec.feed).seq == 8 == held.transaction_version(APP_SEQ)
     assert all(f.tau_min["d15"] is not None for f in held.held_files(spec.tiers))
-    assert spark.read.format("delta").load(spec.held_path).count() == 12
+    assert spark.read.format("delta").load(spec.held_path).count() == 8

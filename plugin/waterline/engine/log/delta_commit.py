@@ -43,9 +43,11 @@ WRITER_FEATURES = frozenset({"appendOnly", "invariants", "checkConstraints", "ch
                              "generatedColumns", "timestampNtz"})
 READER_FEATURES = frozenset({"timestampNtz"})
 _FIELD_METADATA_REFUSED = ("delta.invariants", "delta.generationExpression", "delta.identity")
-ENGINE_INFO = "waterline-prestaged"
+ENGINE_INFO = "waterline-prestaged"  # a release's commit (the latency bench finds them by it)
+_APPEND_ENGINE_INFO = "waterline"
 OPERATION = "WATERLINE RELEASE"
 _CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 
 
 def state_text(state: Any, *, tagged: bool = False) -> str:
@@ -108,7 +110,7 @@ def commit_tier(log: TableLog, files: FileActions, state: TierState, *, app: str
     ``log`` is the snapshot the files were computed on; the caller has checked, under the
     feed lease, that it is still the newest.
     """
-    return _commit(log, files, state, operation=OPERATION,
+    return _commit(log, files, state, operation=OPERATION, engine=ENGINE_INFO,
                    parameters={"w": str(state.w), "seq": str(state.seq)}, txn=(app, state.n), record_property=True)
 
 
@@ -120,19 +122,20 @@ def commit_append(log: TableLog, files: FileActions, state: HeldState, *, app: s
     version, or None when another writer made it first."""
     assert not (files.removes or files.cdcs), "an append adds files only"
     partition_by = json.dumps(list(log.table.metadata().partition_columns) if log.table else [])
-    return _commit(log, files, state, operation="WRITE", parameters={"mode": "Append", "partitionBy": partition_by},
+    return _commit(log, files, state, operation="WRITE", engine=_APPEND_ENGINE_INFO,
+                   parameters={"mode": "Append", "partitionBy": partition_by},
                    txn=(app, state.seq), record_property=record_property, blind_append=True)
 
 
 def commit_property(log: TableLog, state: HeldState | TierState) -> int | None:
     """Write version ``log.version + 1``: the state as the table property and in the commit,
     and nothing else (what Spark's ``ALTER TABLE ... SET TBLPROPERTIES`` commits)."""
-    return _commit(log, FileActions(), state, operation="SET TBLPROPERTIES",
+    return _commit(log, FileActions(), state, operation="SET TBLPROPERTIES", engine=_APPEND_ENGINE_INFO,
                    parameters={"properties": json.dumps({PROPERTY: state_text(state)})}, txn=None,
                    record_property=True)
 
 
-def _commit(log: TableLog, files: FileActions, state: HeldState | TierState, *, operation: str,
+def _commit(log: TableLog, files: FileActions, state: HeldState | TierState, *, operation: str, engine: str,
             parameters: Mapping[str, str], txn: tuple[str, int] | None, record_property: bool,
             blind_append: bool = False) -> int | None:
     """The commit file of version ``log.version + 1``, created only if absent.
@@ -151,7 +154,7 @@ def _commit(log: TableLog, files: FileActions, state: HeldState | TierState, *, 
             "timestamp": now_ms, "operation": operation, "operationParameters": dict(parameters),
             "readVersion": log.version, "isolationLevel": "Serializable", "isBlindAppend": blind_append,
             "operationMetrics": files.metrics, "userMetadata": state_text(state, tagged=True),
-            "engineInfo": ENGINE_INFO,
+            "engineInfo": engine,
         }},
     ]
     if txn is not None:
@@ -176,15 +179,19 @@ def _commit(log: TableLog, files: FileActions, state: HeldState | TierState, *, 
 
 def checkpoint_if_due(log: TableLog, version: int) -> None:
     """A Delta checkpoint of ``version`` at the table's interval (read from ``log``, the snapshot
-    the commit was made on), as Spark writes one after its own commits: without it, a run of
-    these commits would leave readers an ever longer log to replay. Callers make it after
-    their commits, not between them (it is not needed to read them)."""
+    the commit was made on), and then the cleanup of log files past the table's retention,
+    as Spark does after its own commits: without them, a run of these commits would leave
+    readers an ever longer log to replay and the log folder would only grow. Callers make
+    it after their commits, not between them (it is not needed to read them)."""
     try:
-        interval = int(log.table.metadata().configuration.get(_CHECKPOINT_INTERVAL, "10"))
+        configuration = log.table.metadata().configuration
+        interval = int(configuration.get(_CHECKPOINT_INTERVAL, "10"))
         if interval <= 0 or version % interval:
             return
         table = delta_table(log.path)
         if table.version() == version:
             table.create_checkpoint()
+            if configuration.get(_LOG_CLEANUP, "true").lower() != "false":
+                table.cleanup_metadata()  # keeps delta.logRetentionDuration (30 days by default)
     except Exception as exc:  # noqa: BLE001  (a checkpoint only speeds reads up; the commit stands)
         logger.warning("table %s: no checkpoint at version %s: %s", log.path, version, exc)

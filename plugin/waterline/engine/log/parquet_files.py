@@ -44,6 +44,11 @@ class WrittenFile:
     modified_ms: int
     stats: str | None = None
 
+    def add_action(self) -> dict:
+        """The file as a Delta ``add`` action (data that changes the table)."""
+        return {"path": self.path, "partitionValues": self.partition_values, "size": self.size,
+                "modificationTime": self.modified_ms, "dataChange": True, "stats": self.stats}
+
 
 Path = tuple[str, ...]  # a column: its name, or a struct leaf's names from the top
 

@@ -27,6 +27,7 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.keys import duplicate_keys_error
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState
+from waterline.engine.log import storage
 from waterline.engine.log.delta_commit import FileActions, checkpoint_if_due, commit_append, unsupported
 from waterline.engine.log.objects import delete_tree
 from waterline.engine.log.parquet_files import partition_folder, stats_columns, written_files
@@ -62,7 +63,12 @@ _WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2",
 
 def folder(held_path: str, token: str, partition: str) -> str:
     """Where the files of held append ``token`` (versions of ``partition``) are written before their commit."""
-    return f"{table_stage_folder(held_path, token)}/data/{partition_folder(C.PARTITION, partition)}"
+    return storage.join(held_path, _data(token), partition_folder(C.PARTITION, partition))
+
+
+def _data(token: str) -> str:
+    """The folder of append ``token``'s files, relative to the held table."""
+    return f"{STAGE_DIR}/{token}/data"
 
 
 def write(versions: DataFrame, columns: list[str], held_path: str, token: str, partition: str) -> None:
@@ -97,12 +103,8 @@ def commit(held_log: TableLog, state: HeldState, token: str, *, record_property:
     Raises `SkippedCommit` when another writer made that version first or already used
     the sequence (the caller plans again); the staged files are deleted then."""
     columns = stats_columns(held_log.table.metadata().configuration)
-    files = written_files(held_log.path, f"{STAGE_DIR}/{token}/data", stats=True, columns=columns)
-    adds = tuple(
-        {"path": f.path, "partitionValues": f.partition_values, "size": f.size,
-         "modificationTime": f.modified_ms, "dataChange": True, "stats": f.stats}
-        for f in files
-    )
+    files = written_files(held_log.path, _data(token), stats=True, columns=columns)
+    adds = tuple(f.add_action() for f in files)
     metrics = {"numFiles": str(len(adds)), "numOutputRows": str(state.versions),
                "numOutputBytes": str(sum(f.size for f in files))}
     try:

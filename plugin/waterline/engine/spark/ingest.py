@@ -24,6 +24,7 @@ writer does not honour, take Spark's Delta writer.
 
 from __future__ import annotations
 
+import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
@@ -70,6 +71,8 @@ from waterline.engine.spark.validate import (
 from waterline.errors import WaterlineError
 from waterline.policy import ReleasePlan
 from waterline.spec import FeedSpec
+
+log = logging.getLogger(__name__)
 
 
 def ingest(spark: SparkSession, spec: FeedSpec, partition: str, *, clock: Clock | None = None) -> IngestResult:
@@ -135,8 +138,10 @@ def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: C
     tagged = V.tagged(out.rows, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text)
     columns = V.version_columns(out.payload, spec.tiers)
     stored = StructType([tagged.schema[c] for c in columns if c != V.KIND])  # removals have the same types
-    if held_log.exists and held_append.direct_unsupported(held_log, stored) is None:
+    why_not = held_append.direct_unsupported(held_log, stored) if held_log.exists else "the held table is created"
+    if why_not is None:
         return _append_directly(spark, spec, out, tagged, prof, fresh=fresh, lease=lease)
+    log.info("feed %s: %s appended by Spark's Delta writer: %s", spec.feed, partition, why_not)
     if prof is None:  # a fresh partition of a held table Spark's writer appends to
         prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
                               out.unparsed)

@@ -196,11 +196,7 @@ def _counted(staged: StagedTier, **counts: int) -> StagedTier:
 
 def _adds(spec: FeedSpec, tier: str, token: str) -> list[dict]:
     """Add actions for the stage's data files, with statistics from their footers."""
-    return [
-        {"path": f.path, "partitionValues": f.partition_values, "size": f.size,
-         "modificationTime": f.modified_ms, "dataChange": True, "stats": f.stats}
-        for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/data", stats=True)
-    ]
+    return [f.add_action() for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/data", stats=True)]
 
 
 def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
