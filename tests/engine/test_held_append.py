@@ -152,3 +152,44 @@ def test_checkpoints_and_log_cleanup_keep_the_transaction_the_state_and_the_stat
     assert held.held_state(spec.feed).seq == 8 == held.transaction_version(APP_SEQ)
     assert all(f.tau_min["d15"] is not None for f in held.held_files(spec.tiers))
     assert spark.read.format("delta").load(spec.held_path).count() == 8
+
+
+@pytest.mark.parametrize("hash_as_text", [False, True])
+def test_the_schemas_told_without_spark_are_the_ones_spark_analyses(spark, tmp_path, hash_as_text):
+    """The ingest asks Spark for the output's schema once (each ask is a round trip under
+    Spark Connect) and tells the rest: the parsed output's, and the stored versions' it
+    compares with the held table before committing files of its own. Both must be exactly
+    what Spark makes of the frames, for text, naive and zoned event times and for tiers of
+    one and of several branches, new versions and diffs alike."""
+    from waterline.engine.spark import versions as V
+    from waterline.engine.spark.schedule import compile_tiers
+    from waterline.engine.spark.validate import REASON, parse_event_time, parsed_schema, reason_column
+
+    tiers = {**TIERS, "mixed": "(status = 'final' AND event_time + INTERVAL 5 SECONDS <= WATERLINE()) "
+                                "OR status = 'preliminary'"}
+    spec = make_spec(tmp_path, tiers)
+    for kind in ("string", "timestamp", "timestamp_ntz"):
+        raw = spark.sql(f"SELECT 1L AS id, CAST('2026-01-01 10:00:00' AS {kind}) AS event_time, 'final' AS status, "
+                        "map('k', 1) AS m, named_struct('a', 1, 'b', 'x') AS s")
+        parsed = parse_event_time(spec, raw)
+        told = parsed_schema(spec, raw.schema)
+        assert [(f.name, f.dataType) for f in told] == [(f.name, f.dataType) for f in parsed.schema], kind
+        payload = list(raw.columns)
+        plans = compile_tiers(spark, spec, parsed.select(payload))
+        rows = parsed.withColumn(REASON, reason_column(spec, None))
+        schema = rows.schema
+        tagged = V.tagged(rows, schema, payload, "a", plans, seq=7, hash_as_text=hash_as_text)
+        columns = V.version_columns(payload, spec.tiers)
+        stored = V.stored_schema(schema, payload, spec.tiers, hash_as_text=hash_as_text)
+        for frame in (V.new_versions(tagged, columns), _diff_against_nothing(spark, spec, tagged, columns)):
+            analysed = [(f.name, f.dataType.simpleString()) for f in frame.drop(V.KIND).schema]
+            assert [(f.name, f.dataType.simpleString()) for f in stored] == analysed, kind
+
+
+def _diff_against_nothing(spark, spec, tagged, columns):
+    """`versions.diff` needs a held table to diff against: one row of the same columns."""
+    from waterline.engine.spark import versions as V
+
+    seed = V.new_versions(tagged, columns).drop(V.KIND)
+    seed.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(spec.held_path)
+    return V.diff(spark, spec, tagged, columns, "a", seq=8)

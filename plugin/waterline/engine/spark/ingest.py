@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
@@ -66,6 +66,7 @@ from waterline.engine.spark.validate import (
     check_duplicates,
     check_schema,
     parse_event_time,
+    parsed_schema,
     reason_column,
 )
 from waterline.errors import WaterlineError
@@ -104,6 +105,7 @@ class _Output:
 
     partition: str
     rows: DataFrame  # every output row, with its quarantine reason (NULL: valid)
+    schema: StructType  # of ``rows``, known without asking Spark again (a round trip under Connect)
     payload: list[str]
     plans: dict[str, ReleasePlan]
     unparsed: DataFrame | None  # source records no reader could parse
@@ -135,9 +137,9 @@ def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: C
         prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
                               out.unparsed)
     seq = out.state.seq + 1
-    tagged = V.tagged(out.rows, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text)
+    tagged = V.tagged(out.rows, out.schema, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text)
     columns = V.version_columns(out.payload, spec.tiers)
-    stored = StructType([tagged.schema[c] for c in columns if c != V.KIND])  # removals have the same types
+    stored = V.stored_schema(out.schema, out.payload, spec.tiers, hash_as_text=out.hash_as_text)
     why_not = held_append.direct_unsupported(held_log, stored) if held_log.exists else "the held table is created"
     if why_not is None:
         return _append_directly(spark, spec, out, tagged, prof, fresh=fresh, lease=lease)
@@ -158,17 +160,19 @@ def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> 
     check_columns(spec, raw)
     payload = [c for c in raw.columns if not C.is_system(c)]
     parsed = parse_event_time(spec, raw)
+    schema = parsed_schema(spec, raw.schema)  # the one schema this ingest asks Spark for is raw's
     held_schema = table_schema(held_log) if held_log.exists else None
     if held_schema is not None:
-        check_schema(spec, held_schema, parsed.schema)
+        check_schema(spec, held_schema, schema)
         check_tiers_scheduled(spec, held_schema.fieldNames())
     # Held tables from before the struct row hash keep their 32-hex-digit text hash.
     hash_as_text = held_schema is not None and held_schema[C.HASH].dataType.typeName() == "string"
-    plans = compile_tiers(spark, spec, parsed.select(payload))
+    plans = compile_tiers(spark, spec, parsed.select(payload), StructType([schema[c] for c in payload]))
     late_before = state.event_w if spec.waterline.mode == "event" else None
     rows = parsed.withColumn(REASON, reason_column(spec, late_before))
-    return _Output(partition=partition, rows=rows, payload=payload, plans=plans, unparsed=unparsed,
-                   held_log=held_log, state=state, now_us=now, hash_as_text=hash_as_text)
+    return _Output(partition=partition, rows=rows, schema=StructType([*schema, StructField(REASON, StringType())]),
+                   payload=payload, plans=plans, unparsed=unparsed, held_log=held_log, state=state, now_us=now,
+                   hash_as_text=hash_as_text)
 
 
 def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, prof: Profile | None, *,
@@ -180,7 +184,8 @@ def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: 
     profiled = counted = None
     columns = table_schema(out.held_log).fieldNames()  # the held table's order
     if prof is None:
-        tagged, profiled = observe_profile(spec, tagged, out.payload, [quoted(C.tau(t)) for t in spec.tiers])
+        tagged, profiled = observe_profile(spec, tagged, out.payload, [quoted(C.tau(t)) for t in spec.tiers],
+                                           schema=out.schema)
     if fresh:
         versions = tagged.filter(V.VALID)
     else:
@@ -190,8 +195,9 @@ def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: 
     try:
         held_append.write(versions, columns, spec.held_path, token, out.partition)
         if profiled is not None:
-            prof = _with_unparsed(observed_profile(spec, out.rows, out.payload, out.plans, profiled), out.unparsed)
-            fields = {f.name.lower(): f for f in out.rows.schema.fields}  # Spark's names are case-blind
+            prof = _with_unparsed(observed_profile(spec, out.rows, out.payload, out.plans, profiled,
+                                                   schema=out.schema), out.unparsed)
+            fields = {f.name.lower(): f for f in out.schema.fields}  # Spark's names are case-blind
             key = StructType([fields[k.lower()] for k in spec.key])
             held_append.check_keys(spark, spec, token, out.partition, key)
         if fresh:  # every valid row is an insert: the profile has counted them
@@ -212,7 +218,7 @@ def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: 
     lease.check()  # the last moment a lost lease can stop the commit
     held_append.commit(out.held_log, state, token, record_property=_moved(state, out.state))
     faults.boundary(faults.INGEST_AFTER_COMMIT)
-    ensure_tier_tables(spark, spec, payload_schema(out.rows))
+    ensure_tier_tables(spark, spec, payload_schema(out.schema))
     return _result(spec, out, prof, counts, state)
 
 
@@ -235,7 +241,7 @@ def _append_with_spark(spark: SparkSession, spec: FeedSpec, out: _Output, versio
         else:
             _record_moved(spark, spec, out, state, lease=lease)
         faults.boundary(faults.INGEST_AFTER_COMMIT)
-        ensure_tier_tables(spark, spec, payload_schema(out.rows))
+        ensure_tier_tables(spark, spec, payload_schema(out.schema))
     finally:
         if not fresh:
             versions.unpersist()

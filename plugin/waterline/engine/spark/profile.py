@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType
+from pyspark.sql.types import MapType, StructType
 
 from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.spark.functions import FUNCTIONS
@@ -45,9 +45,9 @@ class Profile:
     fingerprint: str
 
 
-def _hashable(df: DataFrame, name: str) -> str:
+def _hashable(schema: StructType, name: str) -> str:
     # Spark refuses to hash maps; their JSON text is a stable stand-in.
-    return f"to_json({quoted(name)})" if isinstance(df.schema[name].dataType, MapType) else quoted(name)
+    return f"to_json({quoted(name)})" if isinstance(schema[name].dataType, MapType) else quoted(name)
 
 
 def _null_masks(columns: Sequence[str]) -> list[str]:
@@ -61,33 +61,38 @@ def _null_masks(columns: Sequence[str]) -> list[str]:
     return masks
 
 
-def _hashes_sql(df: DataFrame, columns: Sequence[str]) -> tuple[str, str]:
-    values = ", ".join([_hashable(df, c) for c in columns] + _null_masks(columns))
+def _hashes_sql(schema: StructType, columns: Sequence[str]) -> tuple[str, str]:
+    values = ", ".join([_hashable(schema, c) for c in columns] + _null_masks(columns))
     return f"xxhash64({values})", f"xxhash64({sql_string(_SALT)}, {values})"
 
 
-def row_hashes(df: DataFrame, columns: Sequence[str]) -> tuple[Column, Column]:
-    """Two independent 64-bit hashes of the named columns' values, NULLs included.
+def row_hashes(of: DataFrame | StructType, columns: Sequence[str]) -> tuple[Column, Column]:
+    """Two independent 64-bit hashes of the named columns' values, NULLs included (``of``: the
+    frame, or its schema when the caller knows it: asking a frame is a round trip under Connect).
 
     Built as SQL text, one expression each: a Column built call by call costs a
     py4j round trip per call (tens of milliseconds for a few columns)."""
-    h1, h2 = _hashes_sql(df, columns)
+    h1, h2 = _hashes_sql(_schema(of), columns)
     return F.expr(h1), F.expr(h2)
 
 
-def row_hash(df: DataFrame, columns: Sequence[str], *, as_text: bool = False) -> Column:
+def _schema(of: DataFrame | StructType) -> StructType:
+    return of if isinstance(of, StructType) else of.schema
+
+
+def row_hash(of: DataFrame | StructType, columns: Sequence[str], *, as_text: bool = False) -> Column:
     """`_wl_hash`: the pair as `STRUCT<h1: BIGINT, h2: BIGINT>`; equal payloads, equal hashes.
 
     Held tables written before the struct (when it was 32 hex digits, which cost
     the 1M-row write 0.3-0.7 s more) keep their type: ``as_text=True``.
     """
-    h1, h2 = row_hashes(df, columns)
+    h1, h2 = row_hashes(of, columns)
     if as_text:
         return F.concat(F.lpad(F.hex(h1), 16, "0"), F.lpad(F.hex(h2), 16, "0"))
     return F.struct(h1.alias("h1"), h2.alias("h2"))
 
 
-def _aggregates(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], taus: Sequence[str]) -> list[Column]:
+def _aggregates(spec: FeedSpec, schema: StructType, payload: Sequence[str], taus: Sequence[str]) -> list[Column]:
     """The profile as one row of aggregates: no grouping (sources are told apart by
     conditional maxima), so Spark can also compute it as observed metrics.
 
@@ -95,10 +100,10 @@ def _aggregates(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], taus: S
     reason `row_hashes` gives."""
     valid = f"{REASON} IS NULL"
     late_drop = f"(startswith({REASON}, 'late') AND {str(spec.late == 'drop').upper()})"
-    h1, h2 = _hashes_sql(rows, [*payload, REASON])
+    h1, h2 = _hashes_sql(schema, [*payload, REASON])
     event = f"CASE WHEN {valid} THEN unix_micros({quoted(spec.event_time)}) END"
     by_source = []
-    if SOURCE_COLUMN in rows.columns:  # rows say which source they came from
+    if SOURCE_COLUMN in schema.names:  # rows say which source they came from
         by_source = [f"max(CASE WHEN {SOURCE_COLUMN} = {sql_string(name)} THEN {event} END) AS max_event_{i}"
                      for i, name in enumerate(spec.sources)]
     return [F.expr(sql) for sql in (
@@ -124,22 +129,24 @@ def _plan_taus(plans: Mapping[str, ReleasePlan]) -> list[str]:
 def profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str],
             plans: Mapping[str, ReleasePlan]) -> Profile:
     """Aggregate `rows` (the output with its `_wl_reason`) in one Spark job."""
-    row = rows.agg(*_aggregates(spec, rows, payload, _plan_taus(plans))).collect()[0]
-    return _combine(spec, rows, payload, row.asDict())
+    schema = rows.schema
+    row = rows.agg(*_aggregates(spec, schema, payload, _plan_taus(plans))).collect()[0]
+    return _combine(spec, schema, payload, row.asDict())
 
 
-def observe_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str],
-                    taus: Sequence[str]) -> tuple[DataFrame, Observation]:
+def observe_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], taus: Sequence[str], *,
+                    schema: StructType) -> tuple[DataFrame, Observation]:
     """``rows`` observed: whatever action runs on the result (a write) computes the profile
     too; `observed_profile` reads it after that action. ``taus``: SQL of each tier's takeover,
     naming columns of ``rows`` (Spark refuses SQL functions, such as the wl_* calendars, inside
-    observed metrics, so they must be computed below the observation)."""
+    observed metrics, so they must be computed below the observation); ``schema``: of the
+    output rows the profile describes (payload, reason, source)."""
     observation = Observation(f"waterline_profile_{uuid.uuid4().hex}")
-    return rows.observe(observation, *_aggregates(spec, rows, payload, taus)), observation
+    return rows.observe(observation, *_aggregates(spec, schema, payload, taus)), observation
 
 
 def observed_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], plans: Mapping[str, ReleasePlan],
-                     observation: Observation) -> Profile:
+                     observation: Observation, *, schema: StructType) -> Profile:
     """The profile an action on `observe_profile`'s frame computed, or (when Spark reported
     no metrics) the standalone profile of ``rows``."""
     try:
@@ -148,7 +155,7 @@ def observed_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], pl
         metrics = {}
     if "max_event" not in metrics:  # ... and Spark Connect can return an empty dict
         return profile(spec, rows, payload, plans)
-    return _combine(spec, rows, payload, metrics)
+    return _combine(spec, schema, payload, metrics)
 
 
 def profile_checking_duplicates(spec: FeedSpec, partition: str, rows: DataFrame, payload: Sequence[str],
@@ -163,18 +170,19 @@ def profile_checking_duplicates(spec: FeedSpec, partition: str, rows: DataFrame,
         result = profile(spec, rows, payload, plans)
         check_duplicates(spec, partition, valid)
         return result
-    observed, observation = observe_profile(spec, rows, payload, _plan_taus(plans))
+    schema = rows.schema
+    observed, observation = observe_profile(spec, rows, payload, _plan_taus(plans), schema=schema)
     check_duplicates(spec, partition, observed.filter(F.col(REASON).isNull()))
-    return observed_profile(spec, rows, payload, plans, observation)
+    return observed_profile(spec, rows, payload, plans, observation, schema=schema)
 
 
 def _calls_sql_function(sql: str) -> bool:
     return any(name in sql.lower() for name in FUNCTIONS)
 
 
-def _combine(spec, rows, payload, row: Mapping) -> Profile:
+def _combine(spec: FeedSpec, schema: StructType, payload: Sequence[str], row: Mapping) -> Profile:
     """One Profile from the aggregates of `_aggregates`."""
-    if SOURCE_COLUMN in rows.columns:
+    if SOURCE_COLUMN in schema.names:
         by_source = {name: row[f"max_event_{i}"] for i, name in enumerate(spec.sources)
                      if row[f"max_event_{i}"] is not None}
     else:  # rows do not say which source they came from: credit every source
@@ -190,14 +198,14 @@ def _combine(spec, rows, payload, row: Mapping) -> Profile:
         max_event_by_source=by_source,
         # A NEG_INF takeover (never visible) is due at once: keep it, the sensor clamps to now.
         min_tau={t: (v if v is None or v > NEG_INF else NEG_INF) for t, v in taus.items()},
-        fingerprint=f"{n}:{(row['x'] or 0) & (2**64 - 1):016x}:{total}:{_shape_digest(spec, rows, payload)}",
+        fingerprint=f"{n}:{(row['x'] or 0) & (2**64 - 1):016x}:{total}:{_shape_digest(spec, schema, payload)}",
     )
 
 
-def _shape_digest(spec: FeedSpec, rows: DataFrame, payload: Sequence[str]) -> str:
+def _shape_digest(spec: FeedSpec, schema: StructType, payload: Sequence[str]) -> str:
     """What the values mean: column types, key and event-time column."""
     shape = {
-        "columns": [(c, rows.schema[c].dataType.simpleString()) for c in payload],
+        "columns": [(c, schema[c].dataType.simpleString()) for c in payload],
         "key": list(spec.key), "event_time": spec.event_time, "timezone": spec.timezone,
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType
 from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
@@ -36,10 +37,12 @@ def spark_typer(spark: SparkSession, df: DataFrame):
     return typer
 
 
-def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame) -> dict[str, ReleasePlan]:
-    """Compile every tier's policy against df's schema; errors name the tier."""
+def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame,
+                  schema: StructType | None = None) -> dict[str, ReleasePlan]:
+    """Compile every tier's policy against df's schema (``schema``, when the caller knows it);
+    errors name the tier."""
     register_functions(spark, *spec.tiers.values())  # adds the calendars the policies name
-    columns = {f.name: f.dataType.simpleString() for f in df.schema.fields if not C.is_system(f.name)}
+    columns = {f.name: f.dataType.simpleString() for f in (schema or df.schema).fields if not C.is_system(f.name)}
     typer = spark_typer(spark, df)
     return {
         tier: compile_policy(policy, tier=tier, columns=columns, typer=typer)

@@ -39,7 +39,9 @@ def read_output_and_unparsed(spark: SparkSession, spec: FeedSpec,
         df = _read_source(spark, spec, name, source, partition, missing_ok=several)
         if df is None:
             continue
-        if CORRUPT in df.columns:
+        # Only a text reader in PERMISSIVE mode keeps unparsed records (and asking a frame
+        # for its columns is a round trip under Spark Connect).
+        if _keeps_unparsed(source) and CORRUPT in df.columns:
             bad, df = _split_unparsed(df, name, source.format)
             unparsed.append(bad)
         if several:
@@ -51,7 +53,8 @@ def read_output_and_unparsed(spark: SparkSession, spec: FeedSpec,
     union = None
     for df in frames.values():
         union = df if union is None else union.unionByName(df, allowMissingColumns=True)
-    union.createOrReplaceTempView("source")
+    if list(frames) != ["source"]:  # one source named "source" is that view already
+        union.createOrReplaceTempView("source")
     out = union
     if spec.transform:
         register_functions(spark, spec.transform)  # transforms may call wl_* calendar functions too
@@ -102,7 +105,7 @@ def _read_source(spark, spec, name, source, partition, *, missing_ok: bool):
     options.update(source.options or {})
     # A DDL `schema` option pins the columns: an empty partition still has them.
     schema = options.pop("schema", None)
-    text = source.format in _TEXT_FORMATS and str(options.get("mode", "PERMISSIVE")).upper() == "PERMISSIVE"
+    text = _keeps_unparsed(source)
     if text:  # keep every record the reader cannot parse, with its raw text
         options["columnNameOfCorruptRecord"] = CORRUPT
     reader = spark.read.format(source.format).options(**options)
@@ -117,6 +120,12 @@ def _read_source(spark, spec, name, source, partition, *, missing_ok: bool):
         return reader.load(path)
     except Exception as exc:
         raise WaterlineError(f"feed {spec.feed}: source {name}: cannot read {path}: {_first_line(exc)}") from exc
+
+
+def _keeps_unparsed(source) -> bool:
+    """A text source read in PERMISSIVE mode: its reader keeps what it cannot parse in `CORRUPT`."""
+    mode = str((source.options or {}).get("mode", "PERMISSIVE")).upper()
+    return source.format in _TEXT_FORMATS and mode == "PERMISSIVE"
 
 
 def _first_line(exc: BaseException) -> str:

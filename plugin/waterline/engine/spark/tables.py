@@ -82,18 +82,21 @@ def creating_held_table(spark: SparkSession, spec: FeedSpec, schema: StructType 
     return temporary_conf(spark, _STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec, schema)))
 
 
-def payload_schema(df: DataFrame) -> StructType:
-    return StructType([f for f in df.schema.fields if not C.is_system(f.name)])
+def payload_schema(of: DataFrame | StructType) -> StructType:
+    """The payload columns (not `_wl_`) of a frame or a schema."""
+    schema = of if isinstance(of, StructType) else of.schema
+    return StructType([f for f in schema.fields if not C.is_system(f.name)])
 
 
 def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType) -> None:
     """Create missing tier tables, empty, so consumers can read them before any release."""
+    missing = [t for t in spec.tiers if not is_delta_table(spec.tier_path(t))]
+    if not missing:  # the usual case: no schema to parse (a round trip under Spark Connect)
+        return
     system = StructType.fromDDL(TIER_SYSTEM_COLUMNS)
     schema = StructType(list(payload.fields) + list(system.fields))
-    for tier in spec.tiers:
+    for tier in missing:
         path = spec.tier_path(tier)
-        if is_delta_table(path):
-            continue
         with commit_state(spark, TierState(tier=tier, op="create")), \
                 temporary_conf(spark, _CHANGE_FEED_DEFAULT, "true"):  # CDF from the first commit on
             (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import StringType, StructField, StructType, TimestampNTZType, TimestampType
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.keys import MAX_KEYS_IN_ERROR, duplicate_keys_error
@@ -53,6 +53,18 @@ def parse_event_time(spec: FeedSpec, df: DataFrame) -> DataFrame:
         has_offset = text.rlike(r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$")
         parsed = F.when(has_offset, parsed).otherwise(F.to_utc_timestamp(parsed, spec.timezone))
     return df.withColumn("_wl_event_text", column).withColumn(spec.event_time, parsed)
+
+
+def parsed_schema(spec: FeedSpec, raw: StructType) -> StructType:
+    """The schema `parse_event_time` gives a frame whose schema is ``raw``, told without asking
+    Spark (a round trip under Spark Connect): a text or timezone-less event time becomes a
+    TIMESTAMP, and `_wl_event_text` follows."""
+    fields = [
+        StructField(f.name, TimestampType(), True)
+        if f.name == spec.event_time and isinstance(f.dataType, (StringType, TimestampNTZType)) else f
+        for f in raw.fields
+    ]
+    return StructType([*fields, StructField("_wl_event_text", StringType(), True)])
 
 
 def reason_column(spec: FeedSpec, late_before_us: int | None) -> Column:

@@ -13,6 +13,7 @@ from typing import Mapping
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.races import new_token
@@ -29,19 +30,19 @@ KIND = "_wl_kind"
 VALID = f"{REASON} IS NULL"  # SQL text: a Column needs a running session
 
 
-def tagged(rows: DataFrame, payload: list[str], partition: str, plans: Mapping[str, ReleasePlan], *, seq: int,
-           hash_as_text: bool) -> DataFrame:
+def tagged(rows: DataFrame, schema: StructType, payload: list[str], partition: str,
+           plans: Mapping[str, ReleasePlan], *, seq: int, hash_as_text: bool) -> DataFrame:
     """Every output row, valid or not, as a new version of it would be stored: the row hash,
     partition, schedule per tier, sequence. The quarantine reason (and the source, when
-    rows carry it) stay, for the filter and the profile.
+    rows carry it) stay, for the filter and the profile. ``schema``: of ``rows``.
 
     One projection (two when a tier has several branches): each DataFrame step is an
     analysis of the whole plan on the driver, tens of milliseconds at this size."""
     first, later = schedule_columns(plans)
-    kept = [*payload, REASON, *([SOURCE_COLUMN] if SOURCE_COLUMN in rows.columns else [])]
+    kept = [*payload, REASON, *([SOURCE_COLUMN] if SOURCE_COLUMN in schema.names else [])]
     out = rows.select(
         *kept,
-        row_hash(rows, payload, as_text=hash_as_text).alias(C.HASH),
+        row_hash(schema, payload, as_text=hash_as_text).alias(C.HASH),
         F.lit(partition).alias(C.PARTITION),
         F.lit(False).alias(C.REMOVED),
         F.lit("insert").alias(KIND),
@@ -50,6 +51,23 @@ def tagged(rows: DataFrame, payload: list[str], partition: str, plans: Mapping[s
         F.lit(seq).cast("bigint").alias(C.SEQ),
     )
     return out.withColumns(later) if later else out
+
+
+def stored_schema(schema: StructType, payload: list[str], tiers, *, hash_as_text: bool) -> StructType:
+    """The columns of a stored version (`version_columns` without the kind) and their types,
+    told without asking Spark: the payload's from ``schema`` (the output's), the system
+    columns' as `tagged`, `diff` and the removal schedule make them."""
+    interval = StructType([StructField("start", LongType()), StructField("end", LongType())])
+    system = {
+        C.HASH: StringType() if hash_as_text else StructType([StructField("h1", LongType()),
+                                                               StructField("h2", LongType())]),
+        C.PARTITION: StringType(), C.REMOVED: BooleanType(),
+        **{C.vis(t): ArrayType(interval) for t in tiers},
+        **{c: LongType() for t in tiers for c in (C.tau(t), C.last(t))},
+        C.INGESTED_AT: TimestampType(), C.SEQ: LongType(),
+    }
+    return StructType([schema[c] if c in payload else StructField(c, system[c])
+                       for c in version_columns(payload, tiers) if c != KIND])
 
 
 def version_columns(payload: list[str], tiers) -> list[str]:
