@@ -122,9 +122,12 @@ class _Output:
 def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock, lease: Lease) -> IngestResult:
     out = _read(spark, spec, partition, clock)
     held_log = out.held_log
-    previous = held_log.last_ingest_state(partition) if held_log.exists else None
-    known = previous.fingerprint if previous else None  # what this partition's last ingest committed
     fresh = not held_log.exists or partition not in held_log.partitions()
+    # What this partition's last ingest committed. A partition with no file in held has
+    # nothing its output could equal (its last output had no valid row, or gc dropped
+    # them all), so its history (up to 50 commit files read) is not searched.
+    previous = None if fresh else held_log.last_ingest_state(partition)
+    known = previous.fingerprint if previous else None
     prof: Profile | None = None
     if known:
         prof = _with_unparsed(profile(spec, out.rows, out.payload, out.plans), out.unparsed)  # it may spare the rest
