@@ -145,7 +145,7 @@ def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: C
     stored = V.stored_schema(out.schema, out.payload, spec.tiers, hash_as_text=out.hash_as_text)
     why_not = held_append.direct_unsupported(held_log, stored) if held_log.exists else "the held table is created"
     if why_not is None:
-        return _append_directly(spark, spec, out, tagged, prof, fresh=fresh, lease=lease)
+        return _append_directly(spark, spec, out, tagged, columns, prof, fresh=fresh, lease=lease)
     log.info("feed %s: %s appended by Spark's Delta writer: %s", spec.feed, partition, why_not)
     if prof is None:  # a fresh partition of a held table Spark's writer appends to
         prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
@@ -178,35 +178,31 @@ def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> 
                    hash_as_text=hash_as_text)
 
 
-def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, prof: Profile | None, *,
-                     fresh: bool, lease: Lease) -> IngestResult:
+def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, columns: list[str],
+                     prof: Profile | None, *, fresh: bool, lease: Lease) -> IngestResult:
     """Spark writes the versions as uncommitted files; one commit of ours makes them the next
     version of the held table (`held_append`). ``prof`` None: a fresh partition profiled by
     the write itself, whose keys are checked in the written files before the commit."""
     token = new_token()
     profiled = counted = None
-    columns = table_schema(out.held_log).fieldNames()  # the held table's order
     if prof is None:
         tagged, profiled = observe_profile(spec, tagged, out.payload, [quoted(C.tau(t)) for t in spec.tiers],
                                            schema=out.schema)
     if fresh:
         versions = tagged.filter(V.VALID)
     else:
-        seq = out.state.seq + 1
-        versions = V.diff(spark, spec, tagged, V.version_columns(out.payload, spec.tiers), out.partition, seq=seq)
+        versions = V.diff(spark, spec, tagged, columns, out.partition, seq=out.state.seq + 1)
         versions, counted = V.observe_counts(spec, versions)
     try:
-        held_append.write(versions, columns, spec.held_path, token, out.partition)
+        # in the held table's column order
+        held_append.write(versions, table_schema(out.held_log).fieldNames(), spec.held_path, token, out.partition)
         if profiled is not None:
             prof = _with_unparsed(observed_profile(spec, out.rows, out.payload, out.plans, profiled,
                                                    schema=out.schema), out.unparsed)
             fields = {f.name.lower(): f for f in out.schema.fields}  # Spark's names are case-blind
             key = StructType([fields[k.lower()] for k in spec.key])
             held_append.check_keys(spark, spec, token, out.partition, key)
-        if fresh:  # every valid row is an insert: the profile has counted them
-            counts = dict(V.nothing(spec), total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
-        else:
-            counts = V.observed_counts(spec, counted, versions)
+        counts = _inserts(spec, prof) if fresh else V.observed_counts(spec, counted, versions)
         _write_quarantine(spark, spec, out.partition, out.rows, out.now_us, quarantine=prof.quarantined > 0,
                           unparsed=out.unparsed)
     except BaseException:
@@ -231,10 +227,7 @@ def _append_with_spark(spark: SparkSession, spec: FeedSpec, out: _Output, versio
     if not fresh:  # the diff is counted before the write, which reuses it
         versions = versions.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        if fresh:
-            counts = dict(V.nothing(spec), total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
-        else:
-            counts = V.version_counts(spec, versions)
+        counts = _inserts(spec, prof) if fresh else V.version_counts(spec, versions)
         _write_quarantine(spark, spec, out.partition, out.rows, out.now_us, quarantine=prof.quarantined > 0,
                           unparsed=out.unparsed)
         state = _next_state(spec, out, prof, counts)
@@ -249,6 +242,12 @@ def _append_with_spark(spark: SparkSession, spec: FeedSpec, out: _Output, versio
         if not fresh:
             versions.unpersist()
     return _result(spec, out, prof, counts, state)
+
+
+def _inserts(spec: FeedSpec, prof: Profile) -> dict:
+    """The counts of a partition held has no file of: every valid row is an insert, and the
+    profile has counted them and found their earliest takeovers."""
+    return dict(V.nothing(spec), total=prof.valid, insert=prof.valid, min_tau=prof.min_tau)
 
 
 def _next_state(spec: FeedSpec, out: _Output, prof: Profile, counts: dict | None = None, *,
