@@ -9,12 +9,15 @@ M2_DEPS := .cache/maven-deps
 # s3proxy (a real S3 server on loopback) for the s3a:// tests; never on Spark's classpath.
 S3PROXY := $(VENV)/share/waterline/s3proxy
 S3PROXY_VERSION := 4.1.0
+# waterline's own JVM classes (jvm/src): compiled against pyspark's jars into the jars folder,
+# so every Spark start (local, cluster, Connect server) has them with the Delta jars.
+JAVA_SRC := $(wildcard jvm/src/dev/waterline/spark/*.java)
 
 .PHONY: setup test demo bench bench-latency dev airflow lock check-deps clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jars.pom.xml build/select_jars.py
+$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jars.pom.xml build/select_jars.py $(JAVA_SRC)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
@@ -26,6 +29,10 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	mvn -q -B -f build/s3-jars.pom.xml dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
 	$(BIN)/python build/select_jars.py $(M2_DEPS) $(JARS)
+	rm -rf $(VENV)/share/waterline/jvm-classes
+	javac --release 17 -nowarn -d $(VENV)/share/waterline/jvm-classes \
+	    -cp "$$($(BIN)/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/jars/*" $(JAVA_SRC)
+	jar cf $(JARS)/waterline-spark.jar -C $(VENV)/share/waterline/jvm-classes .
 	mvn -q -B -f build/delta-jars.pom.xml dependency:copy \
 	    -Dartifact=org.gaul:s3proxy:$(S3PROXY_VERSION):jar:jar-with-dependencies \
 	    -DoutputDirectory=$(CURDIR)/$(S3PROXY)

@@ -129,6 +129,64 @@ def test_a_version_taken_between_the_write_and_the_commit_is_planned_again(spark
     assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
 
 
+def test_a_task_attempt_that_did_not_commit_is_neither_checked_nor_published(spark, tmp_path, monkeypatch):
+    """waterline's committer writes each task attempt into its own folder and marks the one
+    that committed; an attempt left without the mark (a task that failed after writing, a
+    killed speculative copy) holds the same rows again, and neither the key check nor the
+    commit may count them."""
+    from waterline.engine.log.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED
+    from waterline.engine.spark import held_append
+    from waterline.engine.spark.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    real_write = held_append.write
+    planted = []
+
+    def write_then_a_failed_attempt_remains(versions, columns, held_path, token, partition):
+        real_write(versions, columns, held_path, token, partition)
+        folder = Path(held_append.folder(held_path, token, partition))
+        attempts = [d for d in folder.iterdir() if d.name.startswith(ATTEMPT_PREFIX)]
+        assert attempts and all((d / TASK_COMMITTED).exists() for d in attempts)  # the committer wrote them
+        failed = folder / f"{ATTEMPT_PREFIX}0_0000_m_000000_9"
+        failed.mkdir()
+        for f in (f for d in attempts for f in d.glob("*.parquet")):
+            (failed / f.name).write_bytes(f.read_bytes())
+            planted.append(failed / f.name)
+
+    monkeypatch.setattr(held_append, "write", write_then_a_failed_attempt_remains)
+    write_partition(tmp_path, "b", [_row(5), _row(6)])
+    result = ingest(spark, spec, "b", clock=far_future_clock())
+    assert planted and result.inserted == 2
+    by_spark, by_deltalake = _held_rows(spark, spec)
+    assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
+
+
+def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_path, monkeypatch, caplog):
+    """A Spark Connect server or cluster started without waterline's jars has no committer
+    class: the write says so once and takes Hadoop's committer, and the ingest is the same."""
+    from waterline.engine.log.parquet_files import ATTEMPT_PREFIX
+    from waterline.engine.spark import held_append
+    from waterline.engine.spark.ingest import ingest
+
+    monkeypatch.setattr(held_append, "COMMITTER", "dev.waterline.spark.NoSuchCommitter")
+    monkeypatch.setattr(held_append, "_committer_missing", False)
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    for part, ids in (("b", (5, 6)), ("c", (7,))):
+        write_partition(tmp_path, part, [_row(i) for i in ids])
+        with caplog.at_level("WARNING", logger=held_append.__name__):
+            assert ingest(spark, spec, part, clock=far_future_clock()).inserted == len(ids)
+    assert caplog.text.count("NoSuchCommitter") == 1
+    staged = list(Path(spec.held_path, STAGE_DIR).rglob("*.parquet"))
+    assert staged and not any(ATTEMPT_PREFIX in str(f) for f in staged)
+    by_spark, by_deltalake = _held_rows(spark, spec)
+    assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False),
+                                        ("c", 7, "x", 3, False)]
+
+
 def test_checkpoints_and_log_cleanup_keep_the_transaction_the_state_and_the_statistics(spark, tmp_path):
     """A checkpoint at the table's interval (written by deltalake) and the cleanup of log files
     past the table's retention, as Spark does after its own commits; readers of the

@@ -93,6 +93,8 @@ def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
     ingest_and_check("a", revised)
     ingest_and_check("a", revised)  # identical re-run: no version
     ingest_and_check("b", {k: dict(r, id=k) for k, r in rows.items() if k < 4})
+    # waterline's output committer ran where the tasks run: its jar ships with the Delta jars
+    assert any("/attempt_" in uri for uri in TableLog.open(spec.held_path).table.file_uris())
     release_and_check(90)
     release_and_check(60)  # asked below W_T: stays at W_T
     feed.gc()

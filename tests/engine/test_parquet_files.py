@@ -128,3 +128,19 @@ def test_a_partition_folder_reads_back_as_its_value(tmp_path):
     assert folder.name == "_wl_partition=2026-01-01-08%3A00 x%2F%25%3Dy"
     [f] = written_files(str(tmp_path / "t"), "d", stats=False)
     assert f.partition_values == {"_wl_partition": value}
+
+
+def test_only_the_files_of_committed_task_attempts_are_data(tmp_path):
+    """waterline's committer leaves each task attempt's files in an ``attempt_*`` folder and
+    marks the attempt that committed; a failed or duplicate attempt's files are not data."""
+    data = tmp_path / "table" / "wl-staged" / "tok" / "data" / "p=1"
+    for attempt, committed in (("attempt_1_0001_m_000000_0", False), ("attempt_1_0001_m_000000_1", True)):
+        (data / attempt).mkdir(parents=True)
+        pq.write_table(ROWS, data / attempt / "part-00000-x.snappy.parquet")
+        if committed:
+            (data / attempt / parquet_files.TASK_COMMITTED).write_text("")
+    pq.write_table(ROWS, data / "part-00001-y.snappy.parquet")  # Hadoop's committer: files in place
+    files = written_files(str(tmp_path / "table"), "wl-staged/tok/data", stats=False)
+    assert [f.path for f in files] == ["wl-staged/tok/data/p=1/attempt_1_0001_m_000000_1/part-00000-x.snappy.parquet",
+                                       "wl-staged/tok/data/p=1/part-00001-y.snappy.parquet"]
+    assert all(f.partition_values == {"p": "1"} for f in files)

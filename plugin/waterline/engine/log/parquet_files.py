@@ -13,6 +13,11 @@ that holds matching rows, and a column without bounds is never skipped. The
 columns are the table's ``delta.dataSkippingStatsColumns`` when it lists them
 (struct leaves included, as the held table's list has them), else every
 top-level column.
+
+A held append's write uses waterline's own output committer
+(``jvm/src/dev/waterline/spark/AttemptFolderCommitter.java``): each task attempt
+writes into its own ``attempt_*`` folder and marks its commit with an empty file,
+and only marked attempts' files are data (`data_files`).
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from waterline.engine.log import storage
-from waterline.engine.log.objects import list_tree, read_tail
+from waterline.engine.log.objects import StoredObject, list_tree, read_tail
 
 #: The table property that names the columns Delta keeps statistics for.
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+#: What `AttemptFolderCommitter` names a task attempt's folder (a prefix) and its commit marker.
+ATTEMPT_PREFIX = "attempt_"
+TASK_COMMITTED = "task-committed"
 _TAIL = 64 * 1024  # one read holds the footer of any file a stage writes; longer ones take a second
 _MAGIC = b"PAR1"
 
@@ -60,10 +68,7 @@ def written_files(table: str, folder: str, *, stats: bool,
     `delta_stats`)."""
     root = storage.join(table, folder)
     out = []
-    for obj in sorted(list_tree(root), key=lambda o: o.relative):
-        name = obj.relative.rsplit("/", 1)[-1]
-        if not name.endswith(".parquet") or name.startswith((".", "_")):
-            continue  # Spark's _SUCCESS and checksum files
+    for obj in data_files(root):
         relative = f"{folder.strip('/')}/{obj.relative}"
         out.append(WrittenFile(
             path=quote(relative, safe="/=:@+,;&$!*'()~"),
@@ -73,6 +78,24 @@ def written_files(table: str, folder: str, *, stats: bool,
             stats=delta_stats(_footer(storage.join(root, obj.relative), obj.size), columns) if stats else None,
         ))
     return out
+
+
+def data_files(root: str) -> list[StoredObject]:
+    """The Parquet files a Spark write left under the folder ``root``, in path order: not
+    Spark's ``_SUCCESS`` and checksum files, and, in a task attempt's folder
+    (`AttemptFolderCommitter`), only when that attempt committed: a failed or killed
+    attempt's files are never data."""
+    listed = list_tree(root)
+    committed = {parent for parent, _, name in (o.relative.rpartition("/") for o in listed) if name == TASK_COMMITTED}
+    out = []
+    for obj in listed:
+        parent, _, name = obj.relative.rpartition("/")
+        if not name.endswith(".parquet") or name.startswith((".", "_")):
+            continue
+        if parent.rpartition("/")[2].startswith(ATTEMPT_PREFIX) and parent not in committed:
+            continue
+        out.append(obj)
+    return sorted(out, key=lambda o: o.relative)
 
 
 # What Spark escapes in a partition folder's name (ExternalCatalogUtils.escapePathName).

@@ -15,11 +15,11 @@ from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from waterline.engine.core.keys import MAX_KEYS_IN_ERROR
 from waterline.engine.log import storage
+from waterline.engine.log.parquet_files import data_files
 
 #: Key columns up to this many bytes (uncompressed, as the footers tell) are checked here.
 MAX_KEY_BYTES = 256 * 2**20
@@ -27,15 +27,12 @@ MAX_KEY_BYTES = 256 * 2**20
 
 def duplicate_keys(folder: str, key: Sequence[str], *,
                    max_bytes: int = MAX_KEY_BYTES) -> list[tuple[tuple, int]] | None:
-    """Key values that occur more than once among the Parquet files under ``folder`` (a local
-    folder or an S3 URI), with their counts, at most `MAX_KEYS_IN_ERROR` + 1 of them; None
+    """Key values that occur more than once among the data files under ``folder`` (a local
+    folder or an S3 URI; `data_files`), with their counts, at most `MAX_KEYS_IN_ERROR` + 1 of them; None
     when this process should not check them (the key columns are larger than ``max_bytes``,
     or pyarrow cannot group their type): Spark must."""
     fs, root = storage.arrow_filesystem(folder)
-    listed = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    paths = sorted(i.path for i in listed if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-                   and not i.base_name.startswith((".", "_")))
-    files = [pq.ParquetFile(path, filesystem=fs) for path in paths]
+    files = [pq.ParquetFile(f"{root.rstrip('/')}/{obj.relative}", filesystem=fs) for obj in data_files(folder)]
     size = sum(_column_bytes(f.metadata, key) for f in files)
     if size > max_bytes:
         return None
