@@ -165,19 +165,21 @@ def test_a_task_attempt_that_did_not_commit_is_neither_checked_nor_published(spa
 
 def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_path, monkeypatch, caplog):
     """A Spark Connect server or cluster started without waterline's jars has no committer
-    class: the write says so once and takes Hadoop's committer, and the ingest is the same."""
+    class: the write says so once, the ingest (or the staged release) plans again with
+    Hadoop's committer, and what it commits is the same."""
     from waterline.engine.log.parquet_files import ATTEMPT_PREFIX
-    from waterline.engine.spark import held_append
+    from waterline.engine.spark import committer
     from waterline.engine.spark.ingest import ingest
+    from waterline.engine.spark.release import release
 
-    monkeypatch.setattr(held_append, "COMMITTER", "dev.waterline.spark.NoSuchCommitter")
-    monkeypatch.setattr(held_append, "_committer_missing", False)
+    monkeypatch.setattr(committer, "COMMITTER", "dev.waterline.spark.NoSuchCommitter")
+    monkeypatch.setattr(committer, "_missing", False)
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1)])
     ingest(spark, spec, "a", clock=far_future_clock())
     for part, ids in (("b", (5, 6)), ("c", (7,))):
         write_partition(tmp_path, part, [_row(i) for i in ids])
-        with caplog.at_level("WARNING", logger=held_append.__name__):
+        with caplog.at_level("WARNING", logger=committer.__name__):
             assert ingest(spark, spec, part, clock=far_future_clock()).inserted == len(ids)
     assert caplog.text.count("NoSuchCommitter") == 1
     staged = list(Path(spec.held_path, STAGE_DIR).rglob("*.parquet"))
@@ -185,6 +187,15 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
     by_spark, by_deltalake = _held_rows(spark, spec)
     assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False),
                                         ("c", 7, "x", 3, False)]
+
+    monkeypatch.setattr(committer, "_missing", False)  # now a staged release meets it first
+    with caplog.at_level("WARNING", logger=committer.__name__):
+        release(spark, spec, as_of_us=far_future_clock().now_us())
+    assert caplog.text.count("NoSuchCommitter") == 2
+    for tier in TIERS:
+        tier_files = TableLog.open(spec.tier_path(tier)).table.file_uris()
+        assert tier_files and not any(ATTEMPT_PREFIX in uri for uri in tier_files)
+        assert sorted(r.id for r in spark.read.format("delta").load(spec.tier_path(tier)).collect()) == [1, 5, 6, 7]
 
 
 def test_checkpoints_and_log_cleanup_keep_the_transaction_the_state_and_the_statistics(spark, tmp_path):

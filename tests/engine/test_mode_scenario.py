@@ -99,6 +99,8 @@ def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
     release_and_check(60)  # asked below W_T: stays at W_T
     feed.gc()
     release_and_check(3 * 24 * 60)  # past the next XLON 08:30 after New Year
+    # and for the staged releases' tier files
+    assert any("/attempt_" in uri for tier in TIERS for uri in TableLog.open(spec.tier_path(tier)).table.file_uris())
 
 
 def test_where_spark_runs(spark):

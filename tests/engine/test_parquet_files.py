@@ -144,3 +144,15 @@ def test_only_the_files_of_committed_task_attempts_are_data(tmp_path):
     assert [f.path for f in files] == ["wl-staged/tok/data/p=1/attempt_1_0001_m_000000_1/part-00000-x.snappy.parquet",
                                        "wl-staged/tok/data/p=1/part-00001-y.snappy.parquet"]
     assert all(f.partition_values == {"p": "1"} for f in files)
+
+
+def test_a_partitioned_write_puts_its_partition_folders_inside_the_attempts_folder(tmp_path):
+    data = tmp_path / "table" / "wl-staged" / "tok" / "data"
+    for attempt, committed in (("attempt_1_0001_m_000000_0", True), ("attempt_1_0001_m_000001_0", False)):
+        (data / attempt / "p=2").mkdir(parents=True)
+        pq.write_table(ROWS, data / attempt / "p=2" / "part-x.snappy.parquet")
+        if committed:
+            (data / attempt / parquet_files.TASK_COMMITTED).write_text("")
+    [f] = written_files(str(tmp_path / "table"), "wl-staged/tok/data", stats=False)
+    assert f.path == "wl-staged/tok/data/attempt_1_0001_m_000000_0/p=2/part-x.snappy.parquet"
+    assert f.partition_values == {"p": "2"}

@@ -47,9 +47,15 @@ def _poll(read, seen: list, stop: threading.Event) -> None:
 
 def test_a_polling_reader_never_sees_a_staged_row_before_its_instant(spark, tmp_path):
     now = SystemClock().now_us()
-    due = (now // SECOND + 30) * SECOND  # staging on 2 cores takes seconds: room before the instant
-    spec = _feed(spark, tmp_path, {0: now - 3600 * SECOND, 1: due, 2: due + 3600 * SECOND})
+    spec = _feed(spark, tmp_path, {0: now - 3600 * SECOND, 2: now + 7200 * SECOND})
     release(spark, spec, clock=SystemClock())  # row 0 is out before the run starts
+    # The instant is set after the first ingest and release, whose time on 2 busy cores is
+    # unknown; staging takes seconds: room before it.
+    due = (SystemClock().now_us() // SECOND + 30) * SECOND
+    write_partition(tmp_path, "b", [
+        {"id": 1, "event_time": format_instant(due), "status": "final", "embargo_until": format_instant(due), "v": "x"},
+    ])
+    ingest(spark, spec, "b", clock=SystemClock())
     path = spec.tier_path("emb")
     readers = {
         "deltalake": lambda: set(delta_table(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist()),

@@ -82,17 +82,19 @@ def written_files(table: str, folder: str, *, stats: bool,
 
 def data_files(root: str) -> list[StoredObject]:
     """The Parquet files a Spark write left under the folder ``root``, in path order: not
-    Spark's ``_SUCCESS`` and checksum files, and, in a task attempt's folder
-    (`AttemptFolderCommitter`), only when that attempt committed: a failed or killed
-    attempt's files are never data."""
+    Spark's ``_SUCCESS`` and checksum files, and, under a task attempt's folder
+    (`AttemptFolderCommitter`; a partitioned write puts the partition folders inside it),
+    only when that attempt committed: a failed or killed attempt's files are never data."""
     listed = list_tree(root)
     committed = {parent for parent, _, name in (o.relative.rpartition("/") for o in listed) if name == TASK_COMMITTED}
     out = []
     for obj in listed:
-        parent, _, name = obj.relative.rpartition("/")
+        folders = obj.relative.split("/")
+        name = folders.pop()
         if not name.endswith(".parquet") or name.startswith((".", "_")):
             continue
-        if parent.rpartition("/")[2].startswith(ATTEMPT_PREFIX) and parent not in committed:
+        attempt = next((i for i, f in enumerate(folders) if f.startswith(ATTEMPT_PREFIX)), None)
+        if attempt is not None and "/".join(folders[:attempt + 1]) not in committed:
             continue
         out.append(obj)
     return sorted(out, key=lambda o: o.relative)

@@ -34,6 +34,7 @@ from waterline.engine.log.parquet_files import data_files, partition_folder, sta
 from waterline.engine.log.staged import STAGE_DIR, table_stage_folder
 from waterline.engine.log.staged_keys import duplicate_keys
 from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.engine.spark.committer import parquet_writer, replan_without_committer
 from waterline.engine.spark.tables import table_schema
 from waterline.engine.spark.validate import check_duplicates
 from waterline.spec import FeedSpec
@@ -54,24 +55,15 @@ def direct_unsupported(held_log: TableLog, schema: StructType) -> str | None:
     return None
 
 
-#: Writer options. The files are invisible until the Delta commit, so the output committer
-#: need not make the job's output appear at once: waterline's committer (`COMMITTER`) writes
-#: each task attempt's files where they stay. Where its class is missing (a Spark Connect
-#: server or cluster started without waterline's jars), Hadoop's committer with algorithm 2
-#: moves each task's files once, not twice (on S3 every move is a copy), with no
-#: ``_SUCCESS`` marker. Parquet's version 2 pages delta-encode the takeover and boundary
-#: columns: a 100k-row append is 25% smaller (4.6 MB, not 6.1 MB) and 8% faster on s3proxy
-#: (docs/decisions.md "Held appends"). Held files are waterline's own state; tier files,
-#: which consumers read, keep version 1.
+#: Writer options (with `committer.parquet_writer`'s committer). Where Spark has no such
+#: class, Hadoop's committer with algorithm 2 moves each task's files once, not twice (on S3
+#: every move is a copy), with no ``_SUCCESS`` marker. Parquet's version 2 pages
+#: delta-encode the takeover and boundary columns: a 100k-row append is 25% smaller (4.6 MB,
+#: not 6.1 MB) and 8% faster on s3proxy (docs/decisions.md "Held appends"). Held files are
+#: waterline's own state; tier files, which consumers read, keep version 1.
 _WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2",
                   "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
                   "parquet.writer.version": "v2"}
-
-#: waterline's output committer (``jvm/src``, in the jars folder `make setup` fills): no
-#: rename, 14 storage requests for a 100k-row write on s3proxy instead of Hadoop's 59.
-COMMITTER = "dev.waterline.spark.AttemptFolderCommitter"
-_COMMITTER_OPTION = "spark.sql.parquet.output.committer.class"
-_committer_missing = False  # this process met a Spark without the class: it stops asking
 
 
 def folder(held_path: str, token: str, partition: str) -> str:
@@ -91,24 +83,16 @@ def write(versions: DataFrame, columns: list[str], held_path: str, token: str, p
     Delta stores them: a write partitioned by a column that has one value would still sort
     every row by it.
 
-    Raises `SkippedCommit` (the ingest plans again) the first time this process meets a
-    Spark without waterline's committer; later writes take Hadoop's."""
-    global _committer_missing
+    Each task attempt's files stay in its own folder (`committer`); the first time this
+    process meets a Spark without that committer, `SkippedCommit`: the ingest plans again."""
     files = versions.select(*[c for c in columns if c != C.PARTITION])
     where = folder(held_path, token, partition)
-    options = dict(_WRITE_OPTIONS) if _committer_missing else {**_WRITE_OPTIONS, _COMMITTER_OPTION: COMMITTER}
     try:
         # "append": the folder is new (a fresh token), so Spark need not check that it is absent
-        files.write.options(**options).mode("append").parquet(where)
+        parquet_writer(files).options(**_WRITE_OPTIONS).mode("append").parquet(where)
     except Exception as exc:
-        if _committer_missing or COMMITTER not in str(exc):
-            raise
-        log.warning("held appends use Hadoop's output committer: this Spark has no %s "
-                    "(start it with the jars of `make setup`)", COMMITTER)
-        _committer_missing = True
-        # The ingest plans again (the metrics ``versions`` observes came with the failed job)
-        # and writes under a new token: the caller deletes this one's files.
-        raise SkippedCommit(f"{held_path}: no {COMMITTER} in this Spark") from exc
+        replan_without_committer(exc, where)
+        raise
 
 
 def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, key: StructType) -> None:

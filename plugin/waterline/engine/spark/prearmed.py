@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from waterline.clock import Clock, SystemClock, wait_until
 from waterline.engine.core.results import ReleaseResult, combine_releases
+from waterline.engine.core.races import SkippedCommit
 from waterline.engine.log.staged import StagedRelease, discard, release_staged
 from waterline.engine.log.status import read_feed_status
 from waterline.engine.log.storage import is_delta_table
@@ -85,7 +86,10 @@ def release_prestaged(spark: SparkSession, spec: FeedSpec, *, as_of_us: int, clo
     makes at its moment, without the wait); falls back to `release`. The result, and
     whether it was the staged commit."""
     clock = clock or SystemClock()
-    staged = stage(spark, spec, w_us=as_of_us, clock=clock)
+    try:
+        staged = stage(spark, spec, w_us=as_of_us, clock=clock)
+    except SkippedCommit:  # the stage met a Spark without waterline's committer: the release plans again
+        staged = None
     if staged is not None:
         result = release_staged(spec, staged, clock=clock)
         if result is not None:
