@@ -42,6 +42,16 @@ def _held_rows(spark, spec) -> tuple[list, list]:
     return by_spark, by_deltalake
 
 
+def _held_with_one_row(spark, tmp_path):
+    """A feed whose held table exists (partition a, id 1: Spark's Delta writer created it)."""
+    from waterline.engine.spark.ingest import ingest
+
+    spec = make_spec(tmp_path, TIERS)
+    write_partition(tmp_path, "a", [_row(1)])
+    ingest(spark, spec, "a", clock=far_future_clock())
+    return spec
+
+
 def test_each_ingest_is_one_commit_both_readers_read_with_the_statistics_releases_prune_by(spark, tmp_path):
     from waterline.engine.spark.ingest import ingest
 
@@ -90,9 +100,7 @@ def test_duplicate_keys_in_a_new_partition_commit_nothing_and_leave_no_file(spar
     before any commit: the error names the keys, and the files are deleted."""
     from waterline.engine.spark.ingest import ingest
 
-    spec = make_spec(tmp_path, TIERS)
-    write_partition(tmp_path, "a", [_row(1)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    spec = _held_with_one_row(spark, tmp_path)
     version = TableLog.open(spec.held_path).version
     write_partition(tmp_path, "b", [_row(1), _row(2), _row(2, v="y"), _row(3)])
     with pytest.raises(WaterlineError, match=r"partition b: duplicate keys \['id'\].*\(id=2\) x2.*nothing was written"):
@@ -108,9 +116,7 @@ def test_a_version_taken_between_the_write_and_the_commit_is_planned_again(spark
     from waterline.engine.spark import held_append
     from waterline.engine.spark.ingest import ingest
 
-    spec = make_spec(tmp_path, TIERS)
-    write_partition(tmp_path, "a", [_row(1)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    spec = _held_with_one_row(spark, tmp_path)
     real_write = held_append.write
     tokens = []
 
@@ -138,9 +144,7 @@ def test_a_task_attempt_that_did_not_commit_is_neither_checked_nor_published(spa
     from waterline.engine.spark import held_append
     from waterline.engine.spark.ingest import ingest
 
-    spec = make_spec(tmp_path, TIERS)
-    write_partition(tmp_path, "a", [_row(1)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    spec = _held_with_one_row(spark, tmp_path)
     real_write = held_append.write
     planted = []
 
@@ -174,9 +178,7 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
 
     monkeypatch.setattr(committer, "COMMITTER", "dev.waterline.spark.NoSuchCommitter")
     monkeypatch.setattr(committer, "_missing", False)
-    spec = make_spec(tmp_path, TIERS)
-    write_partition(tmp_path, "a", [_row(1)])
-    ingest(spark, spec, "a", clock=far_future_clock())
+    spec = _held_with_one_row(spark, tmp_path)
     for part, ids in (("b", (5, 6)), ("c", (7,))):
         write_partition(tmp_path, part, [_row(i) for i in ids])
         with caplog.at_level("WARNING", logger=committer.__name__):
