@@ -14,10 +14,10 @@ columns are the table's ``delta.dataSkippingStatsColumns`` when it lists them
 (struct leaves included, as the held table's list has them), else every
 top-level column.
 
-A held append's write uses waterline's own output committer
-(``jvm/src/dev/waterline/spark/AttemptFolderCommitter.java``): each task attempt
-writes into its own ``attempt_*`` folder and marks its commit with an empty file,
-and only marked attempts' files are data (`data_files`).
+The writes waterline commits itself (held appends, staged releases) use its own
+output committer (``jvm/src/dev/waterline/spark/AttemptFolderCommitter.java``):
+each task attempt writes into its own ``attempt_*`` folder and marks its commit
+with an empty file, and only marked attempts' files are data (`data_files`).
 """
 
 from __future__ import annotations

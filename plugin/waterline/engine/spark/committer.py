@@ -13,15 +13,16 @@ instead of 59, 0.32 s instead of 0.53 s (docs/decisions.md "Held appends").
 `make setup` compiles the class into the jars folder every Spark start ships
 (local, a standalone cluster's executors, `waterline spark start`'s Connect
 server). A Spark without it (someone else's Connect server) fails the write's
-set-up, before any task runs: `replan_without_committer` logs that once and the
-caller plans again; this process's later writes take Hadoop's committer.
+set-up, before any task runs: `write_parquet` logs that once and the caller
+plans again; this process's later writes take Hadoop's committer.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Mapping
 
-from pyspark.sql import DataFrame, DataFrameWriter
+from pyspark.sql import DataFrame
 
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.log.objects import delete_tree
@@ -33,22 +34,25 @@ _OPTION = "spark.sql.parquet.output.committer.class"  # a write option reaches t
 _missing = False  # this process met a Spark without the class: it stops asking for it
 
 
-def parquet_writer(rows: DataFrame) -> DataFrameWriter:
-    """``rows.write`` with waterline's committer (unless this process found Spark without it)."""
-    writer = rows.write
-    return writer if _missing else writer.option(_OPTION, COMMITTER)
+def write_parquet(rows: DataFrame, folder: str, *, mode: str, options: Mapping[str, str] | None = None,
+                  partition_by: str | None = None) -> None:
+    """Write ``rows`` as Parquet under ``folder`` with waterline's committer (``mode``,
+    ``options`` and ``partition_by`` as Spark's writer takes them).
 
-
-def replan_without_committer(exc: BaseException, folder: str) -> None:
-    """Call with the exception of a failed `parquet_writer` write to ``folder``. When Spark
-    failed for lack of the committer: delete what the write left, remember it, and raise
-    `SkippedCommit`, so the caller plans again (its observed metrics came with the failed
-    job) and writes with Hadoop's committer. Else return: the caller re-raises ``exc``."""
+    Raises `SkippedCommit` the first time this process meets a Spark without that class:
+    what the write left is deleted, and the caller plans again (metrics its frame observes
+    came with the failed job); this process's later writes take Hadoop's committer."""
     global _missing
-    if _missing or COMMITTER not in str(exc):
-        return
-    _missing = True
-    log.warning("files waterline commits are written with Hadoop's output committer: this Spark has no %s "
-                "(start it with the jars of `make setup`)", COMMITTER)
-    delete_tree(folder)  # files of executors that had the class: both layouts would be data
-    raise SkippedCommit(f"{folder}: no {COMMITTER} in this Spark") from exc
+    writer = rows.write.options(**(options or {}))
+    if partition_by is not None:
+        writer = writer.partitionBy(partition_by)
+    try:
+        (writer if _missing else writer.option(_OPTION, COMMITTER)).mode(mode).parquet(folder)
+    except Exception as exc:
+        if _missing or COMMITTER not in str(exc):
+            raise
+        _missing = True
+        log.warning("files waterline commits are written with Hadoop's output committer: this Spark has no %s "
+                    "(start it with the jars of `make setup`)", COMMITTER)
+        delete_tree(folder)  # files of executors that had the class: both layouts would be data
+        raise SkippedCommit(f"{folder}: no {COMMITTER} in this Spark") from exc

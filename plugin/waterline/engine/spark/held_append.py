@@ -34,7 +34,7 @@ from waterline.engine.log.parquet_files import data_files, partition_folder, sta
 from waterline.engine.log.staged import STAGE_DIR, table_stage_folder
 from waterline.engine.log.staged_keys import duplicate_keys
 from waterline.engine.log.table_log import APP_SEQ, TableLog
-from waterline.engine.spark.committer import parquet_writer, replan_without_committer
+from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.tables import table_schema
 from waterline.engine.spark.validate import check_duplicates
 from waterline.spec import FeedSpec
@@ -55,7 +55,7 @@ def direct_unsupported(held_log: TableLog, schema: StructType) -> str | None:
     return None
 
 
-#: Writer options (with `committer.parquet_writer`'s committer). Where Spark has no such
+#: Writer options (beside `committer.write_parquet`'s committer). Where Spark has no such
 #: class, Hadoop's committer with algorithm 2 moves each task's files once, not twice (on S3
 #: every move is a copy), with no ``_SUCCESS`` marker. Parquet's version 2 pages
 #: delta-encode the takeover and boundary columns: a 100k-row append is 25% smaller (4.6 MB,
@@ -86,13 +86,8 @@ def write(versions: DataFrame, columns: list[str], held_path: str, token: str, p
     Each task attempt's files stay in its own folder (`committer`); the first time this
     process meets a Spark without that committer, `SkippedCommit`: the ingest plans again."""
     files = versions.select(*[c for c in columns if c != C.PARTITION])
-    where = folder(held_path, token, partition)
-    try:
-        # "append": the folder is new (a fresh token), so Spark need not check that it is absent
-        parquet_writer(files).options(**_WRITE_OPTIONS).mode("append").parquet(where)
-    except Exception as exc:
-        replan_without_committer(exc, where)
-        raise
+    # "append": the folder is new (a fresh token), so Spark need not check that it is absent
+    write_parquet(files, folder(held_path, token, partition), mode="append", options=_WRITE_OPTIONS)
 
 
 def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, key: StructType) -> None:

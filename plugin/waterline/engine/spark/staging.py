@@ -35,7 +35,7 @@ from waterline.engine.log.objects import delete_tree
 from waterline.engine.log.parquet_files import written_files
 from waterline.engine.log.staged import STAGE_DIR, StagedRelease, StagedTier, stage_folder
 from waterline.engine.log.table_log import TableLog
-from waterline.engine.spark.committer import parquet_writer, replan_without_committer
+from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
 from waterline.engine.spark.tables import change_feed_enabled, table_schema
 from waterline.spec import FeedSpec
@@ -171,7 +171,7 @@ def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, colum
     if shuffle:
         rows = rows.repartition(C.PARTITION)
     folder = stage_folder(spec, staged.tier, token)
-    _write(rows, f"{folder}/data")
+    write_parquet(rows, f"{folder}/data", mode="error", partition_by=C.PARTITION)
     try:
         counts = observation.get
     except Exception:  # classic Spark has no metrics for a scan of no file (it raises) ...
@@ -186,16 +186,6 @@ def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, colum
     metrics = {"numTargetRowsInserted": staged.result.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
                "numTargetFilesAdded": len(adds), "numTargetFilesRemoved": 0, "numTargetChangeFilesAdded": 0}
     return replace(staged, files=FileActions(adds=tuple(adds), metrics={k: str(v) for k, v in metrics.items()}))
-
-
-def _write(rows: DataFrame, folder: str) -> None:
-    """Write ``rows`` under ``folder`` (new: "error" if it exists), a folder per partition,
-    each task attempt's files where they stay (`committer`)."""
-    try:
-        parquet_writer(rows).partitionBy(C.PARTITION).mode("error").parquet(folder)
-    except Exception as exc:
-        replan_without_committer(exc, folder)
-        raise
 
 
 def _counted(staged: StagedTier, **counts: int) -> StagedTier:
@@ -224,7 +214,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
     )
     new_rows = kept.unionByName(changes.filter(F.col(_ACTION).isin("update", "insert")).select(*new_values))
     folder = stage_folder(spec, tier, token)
-    _write(new_rows.repartition(C.PARTITION), f"{folder}/data")
+    write_parquet(new_rows.repartition(C.PARTITION), f"{folder}/data", mode="error", partition_by=C.PARTITION)
     adds = _adds(spec, tier, token)
     cdcs: list[dict] = []
     if by_action["update"] or by_action["delete"]:
@@ -238,7 +228,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
                         .alias(_CHANGE_TYPE))
             )
         )
-        _write(cdc_rows.repartition(C.PARTITION), f"{folder}/cdc")
+        write_parquet(cdc_rows.repartition(C.PARTITION), f"{folder}/cdc", mode="error", partition_by=C.PARTITION)
         cdcs = [
             {"path": f.path, "partitionValues": f.partition_values, "size": f.size, "dataChange": False}
             for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/cdc", stats=False)
