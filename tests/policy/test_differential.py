@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.policy import grammar
 from waterline.engine.core import columns as C
-from waterline.engine.spark.schedule import last_boundary_sql, stored_vis_sql, with_schedule
+from waterline.engine.spark.schedule import last_boundary_sql, schedule_columns, stored_vis_sql
 from waterline.policy import PolicyError, compile_policy
 
 pytestmark = pytest.mark.spark
@@ -85,10 +85,13 @@ def _evaluate(frame, plans):
 
 
 def _check_held_encoding(frame, plans):
-    """The held columns `with_schedule` writes (a NULL array for one-branch plans) decode,
+    """The held columns `schedule_columns` make, as `versions.tagged` applies them (a NULL array for
+    one-branch plans), decode,
     through `stored_vis_sql`, to the plan's visibility, with its takeover and last boundary."""
     tiers = {f"p{k}": plan for k, (_, plan) in enumerate(plans)}
-    held = with_schedule(frame, tiers)
+    first, later = schedule_columns(tiers)
+    held = frame.withColumns(first)
+    held = held.withColumns(later) if later else held
     checks = []
     for t, plan in tiers.items():
         want_vis = f"({plan.vis_sql()})"

@@ -88,13 +88,6 @@ def last_boundary_sql(vis_col: str) -> str:
     return _array_takeover_and_last(vis_col)[1]
 
 
-def with_schedule(df: DataFrame, plans: Mapping[str, ReleasePlan]) -> DataFrame:
-    """Add `_wl_vis__T`, `_wl_tau__T`, `_wl_last__T` for every tier T (`schedule_columns`)."""
-    first, second = schedule_columns(plans)
-    df = df.withColumns(first)
-    return df.withColumns(second) if second else df
-
-
 def schedule_columns(plans: Mapping[str, ReleasePlan]) -> tuple[dict[str, Column], dict[str, Column]]:
     """`_wl_vis__T`, `_wl_tau__T`, `_wl_last__T` for every tier T, as two projections: the
     first over the rows' own columns; the second (empty unless a tier has several branches)
