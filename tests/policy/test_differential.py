@@ -85,9 +85,9 @@ def _evaluate(frame, plans):
 
 
 def _check_held_encoding(frame, plans):
-    """The held columns `schedule_columns` make, as `versions.tagged` applies them (a NULL array for
-    one-branch plans), decode,
-    through `stored_vis_sql`, to the plan's visibility, with its takeover and last boundary."""
+    """The held columns `schedule_columns` make, as `versions.tagged` applies them (a NULL array
+    for one-branch plans), decode through `stored_vis_sql` to the plan's visibility, with its
+    takeover and last boundary."""
     tiers = {f"p{k}": plan for k, (_, plan) in enumerate(plans)}
     first, later = schedule_columns(tiers)
     held = frame.withColumns(first)
