@@ -52,7 +52,7 @@ from tests.dagster import deploy  # noqa: E402  (the e2e tests' process helpers)
 
 PATHS = ("cold", "prestaged", "warm")
 ALIASES = {"prearmed": "prestaged", "pre-armed": "prestaged"}
-#: commitInfo of the pre-staged commit (waterline.engine.log.delta_commit.OPERATION / ENGINE_INFO)
+#: commitInfo of the pre-staged commit (waterline.engine.delta.commit.OPERATION / ENGINE_INFO)
 PRESTAGED_OPERATION = "WATERLINE RELEASE"
 PRESTAGED_ENGINE = "waterline-prestaged"
 
@@ -112,7 +112,7 @@ def commit_kinds(path: str) -> dict:
     states with op "release" (one per release: Spark's MERGE and SET TBLPROPERTIES
     carry the same token, a pre-staged release is one commit); ``prestaged``: those
     whose commit is the pre-staged one; ``op_of``: version -> operation."""
-    from waterline.engine.log.table_log import TableLog, parse_state
+    from waterline.engine.delta.table_log import TableLog, parse_state
 
     tier_log = TableLog.open(path)
     history = tier_log.history((tier_log.version or 0) + 1)
@@ -142,7 +142,7 @@ def stage_margins(path: str, staged_commits: list[tuple[int, str, int]]) -> list
     how far ahead of the moment the pre-armed run had the release ready."""
     import pyarrow as pa
 
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     out = []
     for version, token, w_us in staged_commits:
@@ -170,7 +170,7 @@ def run_path(name: str, lead: int, rows: int, gap: int, interval: int = 5, head_
     """One path; ``s3``: a running `tests.s3proxy.S3Proxy` to put the warehouse on (its AWS env
     must be set in this process, see `_s3_env`)."""
     from waterline.clock import SystemClock, format_instant
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
     from waterline.engine.log.timeliness import appearances
     from waterline.spec import load_spec
 

@@ -26,7 +26,7 @@ class Phases:
 
     A target is a module (``"waterline.engine.spark.ingest"``: its module-level
     functions, as that module calls them) or a class in a module
-    (``"waterline.engine.log.table_log:TableLog"``: its instance methods, wherever
+    (``"waterline.engine.delta.table_log:TableLog"``: its instance methods, wherever
     they are called from while the phases are active). Context managers (e.g.
     `commit_state`, whose block is the Delta write) are timed from enter to exit.
     A name the target does not define is left out and listed in ``missing`` (and
@@ -110,7 +110,7 @@ def _own_attr(owner, name: str):
     return getattr(owner, name, None)
 
 
-_TABLE_LOG = "waterline.engine.log.table_log:TableLog"  # the JVM-free Delta log reads (states, file statistics)
+_TABLE_LOG = "waterline.engine.delta.table_log:TableLog"  # the JVM-free Delta log reads (states, file statistics)
 RELEASE_PHASES = Phases(
     {
         "waterline.engine.spark.release": [
@@ -120,7 +120,8 @@ RELEASE_PHASES = Phases(
         # the one-commit path: files staged with Spark, then the commit without it
         "waterline.engine.spark.staging": ["_stage_tier", "_stage_inserts", "_write_files", "_adds", "written_files",
                                            "_removes"],
-        "waterline.engine.log.staged": ["commit_staged", "still_valid", "commit_tier", "checkpoint_if_due"],
+        "waterline.engine.log.staged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit",
+                                        "checkpoint_if_due"],
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],
     },
     {"waterline.engine.spark.release": ["commit_state"]},

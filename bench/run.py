@@ -110,7 +110,7 @@ class Bench:
         return {"s": t["s"], "cpu_s": t["cpu_s"], "spark": jobs}
 
     def naive(self) -> dict:
-        from waterline.engine.log.table_log import TableLog
+        from waterline.engine.delta.table_log import TableLog
 
         seq = TableLog.open(self.spec.held_path).held_state(self.spec.feed).seq
         w = TableLog.open(self.spec.tier_path(FEED.TIER)).tier_state().w

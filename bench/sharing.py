@@ -58,7 +58,7 @@ from tests.engine.feedkit import far_future_clock, make_spec, write_partition  #
 from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_tier  # noqa: E402
 from tests.sharing.conftest import LiveServer  # noqa: E402
 from tests.sharing.scenario import BASE_US, replay, rows, source  # noqa: E402
-from waterline.engine.log.table_log import TableLog  # noqa: E402
+from waterline.engine.delta.table_log import TableLog  # noqa: E402
 from waterline.sharing.server import SharingServer  # noqa: E402
 from waterline.sharing.tokens import TokenStore  # noqa: E402
 

@@ -19,7 +19,7 @@ def s3proxy(tmp_path_factory):
     """A real S3 server (s3proxy, filesystem backend) on 127.0.0.1 with one bucket.
 
     While it runs, the process's AWS environment (AWS_ENDPOINT_URL, keys, region)
-    points at it, so `waterline.engine.log.storage`, ``deltalake`` and Spark sessions
+    points at it, so `waterline.engine.delta.storage`, ``deltalake`` and Spark sessions
     (or subprocesses) started after it reach it. Stopped at the end of the session.
     """
     from tests.s3proxy import S3Proxy, restore_env, set_env
@@ -36,7 +36,7 @@ def s3proxy(tmp_path_factory):
 @pytest.fixture(scope="session")
 def s3_spark(spark, s3proxy):
     """The test Spark session, set to reach ``s3proxy`` (session-level s3a conf)."""
-    from waterline.engine.log import storage
+    from waterline.engine.delta import storage
 
     for key, value in storage.session_conf().items():
         spark.conf.set(key, value)

@@ -39,3 +39,9 @@ class LeaseLost(TransientError):
 
 class CommitRaceLost(TransientError):
     """Every attempt's Delta commit lost to a concurrent commit of another writer."""
+
+
+class OutcomeUnknown(TransientError):
+    """The store never said whether a write landed, and reading it back did not tell either.
+    Nothing is assumed: the files such a commit would name are kept (gc decides later, by the
+    commit's token), and a re-run finds the commit or makes it."""

@@ -17,7 +17,7 @@ from tests.engine.feedkit import PAYLOAD, read_tier
 from tests.engine.model import POLICIES, FeedModel, expected_tier
 from waterline import Feed, FeedStatus
 from waterline.clock import format_instant, parse_instant
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.spec import FeedSpec, load_spec
 
 TIERS = {t: POLICIES[t] for t in ("emb", "d10")}

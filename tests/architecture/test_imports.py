@@ -2,7 +2,7 @@
 
 The contracts live in pyproject.toml under ``[tool.importlinter]``: the layers
 (adapters -> `waterline.feed` -> `waterline.engine` -> spec -> policy, clock ->
-semantics -> errors), the engine's rooms (spark -> log -> core), and the
+semantics -> errors), the engine's rooms (spark -> log -> delta -> core), and the
 modules that must never reach pyspark, Dagster or Airflow.
 """
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 import waterline.engine.core
+import waterline.engine.delta
 import waterline.engine.log
 
 FORBIDDEN = ("pyspark", "py4j", "delta")  # delta: delta-spark's Python package, which imports pyspark
@@ -55,6 +56,7 @@ def _run_child(code: str, tmp_path: Path, *args: str) -> dict:
 IMPORT_TARGETS = [
     "waterline",
     "waterline.cli",
+    *_submodules(waterline.engine.delta),
     *_submodules(waterline.engine.log),
     *_submodules(waterline.engine.core),
     "waterline.dagster.sensors",

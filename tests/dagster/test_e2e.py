@@ -25,7 +25,7 @@ ARTIFACTS = REPO / "test-artifacts"
 
 
 def _rows(path: str) -> int:
-    from waterline.engine.log.table_log import TableLog
+    from waterline.engine.delta.table_log import TableLog
 
     return TableLog.open(path).row_count() or 0
 

@@ -52,7 +52,7 @@ def read_tier(spark, spec, tier: str) -> dict[tuple, dict]:
 
     Timestamps come back as µs since the epoch, to compare with the oracle.
     """
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     table = delta_table(spec.tier_path(tier)).to_pyarrow_table()
     out = {}

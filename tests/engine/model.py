@@ -76,10 +76,11 @@ class FeedModel:
         return len(changed)
 
 
-def expected_tier(model: FeedModel, tier: str, w: int) -> dict:
+def expected_tier(model: FeedModel, tier: str, w: int, seq: int | None = None) -> dict:
+    """The tier after a release to ``w`` of the versions ingested through ``seq`` (default: all)."""
     from waterline.semantics import tier_state
 
-    state = tier_state(model.versions, tier, w, model.seq)
+    state = tier_state(model.versions, tier, w, model.seq if seq is None else seq)
     return {identity: (tuple(v.payload[c] for c in ("id", "event_time", "status", "embargo_until", "v")), v.seq)
             for identity, v in state.items()}
 

@@ -39,8 +39,8 @@ def _model_row(row: dict) -> dict:
 def test_concurrent_drivers_on_s3_lose_and_double_nothing(s3_spark, s3proxy, tmp_path):
     from waterline import Feed
     from waterline.clock import FixedClock
-    from waterline.engine.log.storage import delta_table
-    from waterline.engine.log.table_log import parse_state
+    from waterline.engine.delta.storage import delta_table
+    from waterline.engine.delta.table_log import parse_state
 
     warehouse = s3proxy.uri(f"concurrency/{tmp_path.name}")
     env = dict(os.environ, PYTHONPATH=str(REPO), WATERLINE_LEASE_TTL_S="30")

@@ -15,7 +15,7 @@ import pytest
 from tests.engine.crash_driver import STEPS, TIERS, run_steps
 from tests.engine.feedkit import make_spec
 from waterline.engine.core import faults
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,8 @@ def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path,
     """A pre-staged release killed after writing its files and before its commits: readers see
     the tiers exactly as before, the next run releases exactly what an uninterrupted history
     does, and gc deletes the stage's files and nothing else."""
-    from waterline.engine.log.staged import STAGE_DIR, orphan_stages
+    from waterline.engine.delta.stages import STAGE_DIR
+    from waterline.engine.log.staged import orphan_stages
     from waterline.engine.spark.gc import gc
 
     run_steps(spark, tmp_path, stop=3)
@@ -117,7 +118,7 @@ def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path,
 def test_kill_between_the_held_write_and_its_commit_leaves_files_gc_deletes(spark, tmp_path, reference):
     """An ingest killed after Spark wrote its versions' files and before its commit: the held
     table reads as before, the re-run converges, and gc deletes the files no commit names."""
-    from waterline.engine.log.staged import STAGE_DIR, orphan_tokens
+    from waterline.engine.delta.stages import STAGE_DIR, orphan_tokens
     from waterline.engine.spark.gc import gc
 
     run_steps(spark, tmp_path, stop=2)

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from tests.engine.feedkit import far_future_clock, make_spec, write_partition
-from waterline.engine.log.staged import STAGE_DIR
-from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.engine.delta.stages import STAGE_DIR
+from waterline.engine.delta.table_log import APP_SEQ, TableLog
 from waterline.errors import WaterlineError
 
 pytestmark = pytest.mark.spark
@@ -86,7 +86,7 @@ def test_each_ingest_is_one_commit_both_readers_read_with_the_statistics_release
 
     # Every file, whoever wrote it, has the statistics the release prunes by (the held
     # table's delta.dataSkippingStatsColumns, struct leaf _wl_hash.h1 included).
-    actions = pa.table(TableLog.open(spec.held_path).table.get_add_actions(flatten=True)).to_pylist()
+    actions = TableLog.open(spec.held_path).add_actions().to_pylist()
     assert len(actions) >= 3
     for action in actions:
         for column in ("_wl_seq", "_wl_tau__d15", "_wl_last__d15", "_wl_hash.h1"):
@@ -109,30 +109,58 @@ def test_duplicate_keys_in_a_new_partition_commit_nothing_and_leave_no_file(spar
     assert not list(Path(spec.held_path, STAGE_DIR).rglob("*.parquet"))
 
 
-def test_a_version_taken_between_the_write_and_the_commit_is_planned_again(spark, tmp_path, monkeypatch):
-    """Another commit lands on the held table after Spark wrote the files: the commit of
-    ours cannot take that version (created only if absent), its files are deleted, and
-    the ingest plans again from the new log; nothing is doubled or lost."""
+def _foreign_commit_after_the_write(spark, monkeypatch, statement: str) -> list[str]:
+    """Make ``statement`` (Spark SQL over the held table's ``{held}``) commit right after the
+    first held append's files are written; the tokens of every write, in order."""
     from waterline.engine.spark import held_append
-    from waterline.engine.spark.ingest import ingest
 
-    spec = _held_with_one_row(spark, tmp_path)
     real_write = held_append.write
-    tokens = []
+    tokens: list[str] = []
 
     def write_then_someone_commits(versions, columns, held_path, token, partition):
         real_write(versions, columns, held_path, token, partition)
         tokens.append(token)
-        if len(tokens) == 1:  # a foreign commit (a maintenance job) takes the next version
-            spark.sql(f"ALTER TABLE delta.`{held_path}` SET TBLPROPERTIES ('team' = 'data')")
+        if len(tokens) == 1:  # a foreign commit takes the next version
+            spark.sql(statement.format(held=f"delta.`{held_path}`"))
 
     monkeypatch.setattr(held_append, "write", write_then_someone_commits)
+    return tokens
+
+
+def test_a_commit_that_kept_every_row_is_committed_after(spark, tmp_path, monkeypatch):
+    """A property change (a maintenance job) takes the held table's next version after Spark
+    wrote the files: the append is written after it, as Delta's own writers rebase a blind
+    append, with no second write; the property stays, nothing is doubled or lost."""
+    from waterline.engine.spark.ingest import ingest
+
+    spec = _held_with_one_row(spark, tmp_path)
+    before = TableLog.open(spec.held_path).version
+    tokens = _foreign_commit_after_the_write(spark, monkeypatch, "ALTER TABLE {held} SET TBLPROPERTIES ('team' = 'data')")
+    write_partition(tmp_path, "b", [_row(5), _row(6)])
+    result = ingest(spark, spec, "b", clock=far_future_clock())
+    assert len(tokens) == 1 and result.seq == 2 and result.inserted == 2
+    held = TableLog.open(spec.held_path)
+    assert held.version == before + 2 and held.configuration["team"] == "data"
+    by_spark, by_deltalake = _held_rows(spark, spec)
+    assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
+
+
+def test_a_version_taken_by_a_row_change_between_the_write_and_the_commit_is_planned_again(
+        spark, tmp_path, monkeypatch):
+    """A foreign commit that changes rows lands on the held table after Spark wrote the files:
+    the commit of ours cannot take that version (created only if absent) nor go after it,
+    its files are deleted, and the ingest plans again from the new log; nothing is doubled
+    or lost."""
+    from waterline.engine.spark.ingest import ingest
+
+    spec = _held_with_one_row(spark, tmp_path)
+    tokens = _foreign_commit_after_the_write(spark, monkeypatch, "DELETE FROM {held} WHERE id = 1")
     write_partition(tmp_path, "b", [_row(5), _row(6)])
     result = ingest(spark, spec, "b", clock=far_future_clock())
     assert len(tokens) == 2 and result.seq == 2 and result.inserted == 2
     assert not Path(spec.held_path, STAGE_DIR, tokens[0]).exists()
     by_spark, by_deltalake = _held_rows(spark, spec)
-    assert by_spark == by_deltalake == [("a", 1, "x", 1, False), ("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
+    assert by_spark == by_deltalake == [("b", 5, "x", 2, False), ("b", 6, "x", 2, False)]
 
 
 def test_a_task_attempt_that_did_not_commit_is_neither_checked_nor_published(spark, tmp_path, monkeypatch):
@@ -140,7 +168,7 @@ def test_a_task_attempt_that_did_not_commit_is_neither_checked_nor_published(spa
     that committed; an attempt left without the mark (a task that failed after writing, a
     killed speculative copy) holds the same rows again, and neither the key check nor the
     commit may count them."""
-    from waterline.engine.log.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED
+    from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED
     from waterline.engine.spark import held_append
     from waterline.engine.spark.ingest import ingest
 
@@ -171,7 +199,7 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
     """A Spark Connect server or cluster started without waterline's jars has no committer
     class: the write says so once, the ingest (or the staged release) plans again with
     Hadoop's committer, and what it commits is the same."""
-    from waterline.engine.log.parquet_files import ATTEMPT_PREFIX
+    from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX
     from waterline.engine.spark import committer
     from waterline.engine.spark.ingest import ingest
     from waterline.engine.spark.release import release
@@ -195,7 +223,7 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
         release(spark, spec, as_of_us=far_future_clock().now_us())
     assert caplog.text.count("NoSuchCommitter") == 2
     for tier in TIERS:
-        tier_files = TableLog.open(spec.tier_path(tier)).table.file_uris()
+        tier_files = TableLog.open(spec.tier_path(tier)).file_uris()
         assert tier_files and not any(ATTEMPT_PREFIX in uri for uri in tier_files)
         assert sorted(r.id for r in spark.read.format("delta").load(spec.tier_path(tier)).collect()) == [1, 5, 6, 7]
 

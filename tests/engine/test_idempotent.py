@@ -41,7 +41,7 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
 
     from waterline.engine.core.races import SkippedCommit, new_token
     from waterline.engine.core.state import HeldState
-    from waterline.engine.log.table_log import APP_SEQ, TableLog
+    from waterline.engine.delta.table_log import APP_SEQ, TableLog
     from waterline.engine.spark import ingest as ingest_module
     from waterline.engine.spark import staging as staging_module
     from waterline.engine.spark.commits import commit_state

@@ -6,7 +6,7 @@ import pytest
 
 from tests.engine.feedkit import far_future_clock, make_spec, read_tier, write_partition
 from waterline import Feed
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
 
 pytestmark = pytest.mark.spark
@@ -120,7 +120,7 @@ def test_changed_nulls_are_changes_identical_output_writes_nothing(spark, tmp_pa
 def test_foreign_commit_forces_a_full_diff(spark, tmp_path):
     """A row deleted from held by hand is restored by the next ingest: the fingerprint of the
     partition's last ingest is only trusted when no foreign commit touched rows since."""
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     spec = make_spec(tmp_path, TIERS)
     feed = _feed(spark, spec)
@@ -138,7 +138,7 @@ def test_held_statistics_cover_the_pruning_columns_of_wide_outputs(spark, tmp_pa
     (the row hash, and one in the payload) also gets one leaf, without which `deltalake`
     would read no statistics at all."""
     import pyarrow as pa
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     wide = ", ".join(f"'w' AS c{i}" for i in range(40))
     nested = "named_struct('inner', named_struct('x', id), 'flag', id > 1, 'y', v) AS `s-t`"

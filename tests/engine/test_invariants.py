@@ -106,7 +106,7 @@ def test_gc_drops_dead_versions_without_changing_tiers(spark, tmp_path):
 
 
 def test_concurrent_releases_apply_once(spark, tmp_path):
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     spec = make_spec(tmp_path, TIERS)
     clock = FixedClock(NOW)
@@ -137,7 +137,7 @@ def test_concurrent_releases_apply_once(spark, tmp_path):
 
 
 def test_tier_tables_are_plain_delta_for_other_readers(spark, tmp_path):
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     spec = make_spec(tmp_path, TIERS)
     clock = FixedClock(NOW)

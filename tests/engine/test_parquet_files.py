@@ -1,4 +1,4 @@
-"""Add actions from Parquet footers (`engine.log.parquet_files`), checked against deltalake's own. No JVM."""
+"""Add actions from Parquet footers (`engine.delta.parquet_files`), checked against deltalake's own. No JVM."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import write_deltalake
 
-from waterline.engine.log import parquet_files
-from waterline.engine.log.parquet_files import written_files
+from waterline.engine.delta import parquet_files
+from waterline.engine.delta.parquet_files import written_files
 
 ROWS = pa.table({
     "id": pa.array([5, None, -3, 7], pa.int64()),

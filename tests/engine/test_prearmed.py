@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import FixedClock, SystemClock, format_instant
 from waterline.engine.core.due import arming_line
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.timeliness import appearances
 from waterline.engine.spark.ingest import ingest
 from waterline.engine.spark.prearmed import release_following, release_run, release_when_due

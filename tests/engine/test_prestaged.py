@@ -15,9 +15,9 @@ import pytest
 
 from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import SystemClock, format_instant
-from waterline.engine.log.delta_commit import ENGINE_INFO
-from waterline.engine.log.staged import STAGE_DIR
-from waterline.engine.log.storage import delta_table
+from waterline.engine.delta.commit import ENGINE_INFO
+from waterline.engine.delta.stages import STAGE_DIR
+from waterline.engine.delta.storage import delta_table
 from waterline.engine.log.timeliness import appearances
 from waterline.engine.spark.ingest import ingest
 from waterline.engine.spark.prearmed import release_when_due
@@ -105,7 +105,7 @@ def test_a_stage_overtaken_by_an_ingest_is_discarded_and_the_release_plans_again
     ])
     ingest(spark, spec, "a", clock=FixedClock(due - 5 * SECOND))
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-        assert commit_staged(spec, staged, clock=FixedClock(due), lease=lease) is None
+        assert commit_staged(spec, staged, clock=FixedClock(due), lease=lease).result is None
     discard(spec, staged)
     assert not (tmp_path / "wh" / "f" / "tiers" / "emb" / STAGE_DIR / staged.token).exists()
     result = release(spark, spec, as_of_us=due, clock=FixedClock(due))

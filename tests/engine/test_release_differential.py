@@ -109,7 +109,7 @@ def run_histories(
     (`release_prestaged`), and each tier is also read with Spark and compared.
     """
     from waterline import Feed
-    from waterline.engine.log.table_log import TableLog
+    from waterline.engine.delta.table_log import TableLog
     from waterline.engine.spark.prearmed import release_prestaged
 
     rng = random.Random(seed)

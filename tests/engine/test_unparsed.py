@@ -32,13 +32,13 @@ def _write(root, name: str, lines: list[str]) -> None:
 
 
 def _quarantine(spec) -> list[dict]:
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     return delta_table(spec.quarantine_path).to_pyarrow_table().to_pylist()
 
 
 def _held_ids(spec) -> list[int]:
-    from waterline.engine.log.storage import delta_table
+    from waterline.engine.delta.storage import delta_table
 
     return sorted(r["id"] for r in delta_table(spec.held_path).to_pyarrow_table().to_pylist())
 

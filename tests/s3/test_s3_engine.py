@@ -2,7 +2,7 @@
 
 Spark writes through s3a (hadoop-aws + the AWS SDK jars `make setup` resolves);
 the tier checks, `waterline status` and the release sensor read through
-``deltalake`` with the same endpoint and credentials (`waterline.engine.log.storage`).
+``deltalake`` with the same endpoint and credentials (`waterline.engine.delta.storage`).
 Every tier must equal `waterline.semantics` after every release.
 """
 

@@ -1,12 +1,12 @@
-"""`waterline.engine.log.storage`: one place for where tables live and how to reach them."""
+"""`waterline.engine.delta.storage`: one place for where tables live and how to reach them."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from waterline.engine.log import storage
-from waterline.engine.log.storage import S3Settings
+from waterline.engine.delta import storage
+from waterline.engine.delta.storage import S3Settings
 
 PROXY_ENV = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
 
@@ -48,7 +48,7 @@ def test_path_style_can_be_forced_off():
 
 def test_importing_storage_starts_no_spark():
     # deltalake is loaded: `import waterline` gives `waterline.Feed`, whose JVM-free reads use it.
-    code = "import sys, waterline.engine.log.storage; print('pyspark' in sys.modules, 'py4j' in sys.modules)"
+    code = "import sys, waterline.engine.delta.storage; print('pyspark' in sys.modules, 'py4j' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -67,7 +67,7 @@ def test_arrow_filesystem_reads_what_the_store_holds_and_finds_staged_duplicates
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from waterline.engine.log.staged_keys import duplicate_keys
+    from waterline.engine.delta.staged_keys import duplicate_keys
 
     folder = s3proxy.uri("probe/staged/data/_wl_partition=a")
     fs, path = storage.arrow_filesystem(folder)

@@ -81,7 +81,7 @@ def run_scenario(root, spec, feed, model, audiences: dict, read) -> list[dict]:
     Returns, per release, {tier: (table version, the oracle's rows)}."""
     from tests.engine.feedkit import write_partition
     from tests.engine.model import expected_tier
-    from waterline.engine.log.table_log import TableLog
+    from waterline.engine.delta.table_log import TableLog
 
     seen = []
     for step_rows, minute in STEPS:

@@ -13,7 +13,7 @@ from tests.engine.feedkit import far_future_clock, make_spec, write_partition
 from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_tier
 from tests.sharing.conftest import LiveServer
 from tests.sharing.scenario import BASE_US, row, source
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark import release as release_step
 from waterline.engine.spark import tables
 from waterline.errors import WaterlineError
@@ -46,12 +46,12 @@ def test_a_tier_without_change_feed_gets_it_on_the_next_release(spark, tmp_path,
 
     # The old way: tier tables created and released with no change data feed property.
     with monkeypatch.context() as old:
-        old.setattr(tables, "_CHANGE_FEED_DEFAULT", "spark.waterline.test.noChangeFeedDefault")
+        old.setattr(tables, "TIER_DEFAULTS", {})
         old.setattr(release_step, "ensure_change_feed", lambda spark, path: False)
         before = step([row(1, 0, "x"), row(2, 1, "y"), row(3, 2, "z")], 15)
     log = TableLog.open(path)
     assert log.exists and not tables.change_feed_enabled(log)
-    assert tables.CHANGE_FEED not in log.table.metadata().configuration
+    assert tables.CHANGE_FEED not in log.configuration
     old_version = log.version
     with pytest.raises(WaterlineError, match="tier d10: no change data since version 0"):
         feed.changes("d10")

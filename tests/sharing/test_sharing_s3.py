@@ -22,7 +22,7 @@ from tests.engine.feedkit import far_future_clock, make_spec
 from tests.engine.model import FeedModel
 from tests.sharing.conftest import AUDIENCES, TIERS, serve
 from tests.sharing.scenario import SECRET, replay, rows, run_scenario, url
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
 from waterline.sharing.tokens import TokenStore, default_store_path
 
 pytestmark = pytest.mark.spark

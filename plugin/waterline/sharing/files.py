@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
 from waterline.sharing import protocol as P
 from waterline.sharing.protocol import ShareError
 

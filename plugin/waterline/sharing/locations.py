@@ -4,7 +4,7 @@
   and answered by its ``/files`` endpoint.
 * `S3Tier`: an ``s3a://`` (or ``s3://``) prefix; file URLs are pre-signed S3 GET URLs
   (boto3, Signature Version 4, the warehouse's endpoint and keys from
-  `waterline.engine.log.storage`), so the bytes never pass through the server.
+  `waterline.engine.delta.storage`), so the bytes never pass through the server.
 
 Both read the tier's commit files (``_delta_log/<version>.json``) for change queries.
 Paths handed to them come from the tier table's own Delta log, never from a request.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Union
 from urllib.parse import unquote
 
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
 from waterline.sharing import protocol as P
 from waterline.sharing.files import FileSigner, resolve
 

@@ -13,6 +13,7 @@ which entry (if any) matched.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -26,7 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
+from waterline.engine.delta.objects import conditional_put
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
@@ -99,18 +101,33 @@ class _FileBackend:
         return stamp, self.path.read_bytes()
 
     def save(self, body: bytes, tag: Any) -> bool:
+        """Replace the file if it is still what was read as ``tag`` (False: another writer's
+        change came first), compared and renamed under a `flock` of a side file, as the
+        local lease does: two `token create` runs on one machine never lose a token."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(self.path.parent, 0o700)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tokens-")
+        lock = os.open(self.path.parent / ".tokens.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(body)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return True
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                st = self.path.stat()
+                current = (st.st_mtime_ns, st.st_size)
+            except FileNotFoundError:
+                current = None
+            if current != tag:
+                return False
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tokens-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(body)
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            return True
+        finally:
+            os.close(lock)  # releases the flock
 
 
 class _S3Backend:
@@ -157,18 +174,11 @@ class _S3Backend:
         return out["ETag"], out["Body"].read()
 
     def save(self, body: bytes, tag: Any) -> bool:
-        from botocore.exceptions import ClientError  # ~0.2 s to import, S3 stores only (as storage.s3_client)
-
+        # Idempotent: a PUT boto3 retried after its first try landed reads back as ours,
+        # not as a lost race (which would apply the change twice: two tokens for one create).
         condition = {"IfMatch": tag} if tag else {"IfNoneMatch": "*"}
-        try:
-            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=body,
-                                   ContentType="application/json", **condition)
-        except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            code = exc.response.get("Error", {}).get("Code", "")
-            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                return False  # another writer won: reload and apply again
-            raise
+        if conditional_put(self.client, self.bucket, self.key, body, **condition) is None:
+            return False  # another writer won: reload and apply again
         self._checked = None
         return True
 

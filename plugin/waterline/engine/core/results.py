@@ -84,6 +84,45 @@ class GcResult(_Result):
     staged_files_removed: int = 0  # files of pre-staged releases that never committed
 
 
+@dataclass(frozen=True)
+class TableSummary(_Result):
+    """One of a feed's tables as its log describes it (no data read)."""
+
+    path: str
+    exists: bool
+    columns: tuple[tuple[str, str], ...] = ()  # (name, Delta type)
+    row_count: int | None = None  # from file statistics; None without a table or statistics
+
+
+@dataclass(frozen=True)
+class TableMaintenance(_Result):
+    """What `waterline maintain` did to one table (a tier, or ``held``)."""
+
+    table: str
+    files_before: int  # data files the table's snapshot named before
+    files_after: int
+    files_compacted: int = 0  # small files OPTIMIZE rewrote (dataChange false: no change-feed rows)
+    files_vacuumed: int = 0  # unreferenced files past the retention, deleted
+    staged_files_removed: int = 0  # files of stages that never committed
+    log_files_removed: int = 0  # commit and checkpoint files past the log retention
+    checkpoint_version: int | None = None
+
+    def summary(self, feed: str) -> str:
+        return (f"{feed}/{self.table}: {self.files_before} -> {self.files_after} files "
+                f"({self.files_compacted} compacted), {self.files_vacuumed} vacuumed, "
+                f"{self.log_files_removed} log files and {self.staged_files_removed} staged files removed"
+                + (f", checkpoint at {self.checkpoint_version}" if self.checkpoint_version is not None else ""))
+
+
+@dataclass(frozen=True)
+class MaintainResult(_Result):
+    """`waterline maintain`: each table's maintenance, and the vacuum retention it kept."""
+
+    feed: str
+    retention_us: int
+    tables: dict[str, TableMaintenance] = field(default_factory=dict)
+
+
 def combine_releases(results: list[ReleaseResult]) -> ReleaseResult:
     """Consecutive releases of one feed as one: the last W and state, counts summed per tier."""
     last = results[-1]

@@ -1,8 +1,9 @@
-"""The engine's log room: Delta logs and the feed lease, read and written without a JVM.
+"""The engine's log room: a feed's state read from its Delta logs, the feed lease, staged commits. No JVM.
 
-`table_log.TableLog` (states, transactions, files of one Delta table),
-`status.read_feed_status`, `storage` (local folders and S3 for both readers),
-`lease` (the feed lease object), `timeliness` (when rows became readable).
-The release sensor and the Airflow trigger live on this room alone: it never
-imports pyspark.
+`status.read_feed_status` (what the sensor, `waterline status` and the Airflow
+trigger read), `lease` (the feed lease object), `staged` (a pre-staged release
+committed at its instant), `timeliness` (when rows became readable),
+`spark_config` (where Spark runs, as plain data). It builds on the Delta room
+(`waterline.engine.delta`) and never imports pyspark: the release sensor and
+the Airflow trigger live on it.
 """

@@ -17,7 +17,7 @@ holds the lease. The engine calls `Lease.check` right before each commit (lost,
 or less than ``margin_s`` left: stop), and every commit carries a Delta
 transaction version derived from the state it was computed from, so a stale
 commit that still lands after a successor's is skipped by Delta and detected
-(`waterline.engine.log.table_log.TableLog.committed_version`). docs/decisions.md "Mutual
+(`waterline.engine.delta.table_log.TableLog.committed_version`). docs/decisions.md "Mutual
 exclusion" states what this assumes of the store and of clocks.
 """
 
@@ -35,9 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Protocol
 
-from waterline.engine.log import storage
-from waterline.engine.log.objects import conditional_put, create_if_absent, synced_temp
-from waterline.engine.log.storage import s3_client, split_s3
+from waterline.engine.delta import storage
+from waterline.engine.delta.objects import conditional_put, create_if_absent, synced_temp
+from waterline.engine.delta.storage import s3_client, split_s3
 from waterline.errors import LeaseBusy, LeaseLost, WaterlineError
 
 LEASE_NAME = "_wl_lease"

@@ -2,7 +2,7 @@
 
 Used by `waterline status`, `Feed.status`, the Dagster release sensor and the
 Airflow trigger, whose ticks must stay cheap. Everything here is derived from
-the states waterline writes into its own commits (`engine.log.table_log`).
+the states waterline writes into its own commits (`engine.delta.table_log`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from waterline.clock import Clock, SystemClock
 from waterline.engine.core.event_time import target_waterline
 from waterline.engine.core.results import WaterlineHistory
 from waterline.engine.core.status import FeedStatus, TierStatus
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
 

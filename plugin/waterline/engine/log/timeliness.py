@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from waterline.engine.log.table_log import TableLog, parse_state
+from waterline.engine.delta.table_log import TableLog, parse_state
 from waterline.spec import FeedSpec
 
 

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core.results import TierAudit
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import compile_tiers
 from waterline.policy import ReleasePlan
 from waterline.spec import FeedSpec

@@ -23,7 +23,7 @@ from importlib.util import find_spec
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
 from waterline.engine.log.spark_config import DELTA_CONF, delta_jars
 from waterline.errors import WaterlineError
 

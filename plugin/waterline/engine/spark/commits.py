@@ -1,4 +1,4 @@
-"""Spark commits that carry waterline's state (the readers are `engine.log.table_log`).
+"""Spark commits that carry waterline's state (the readers are `engine.delta.table_log`).
 
 `commit_state` attaches a state to the Delta commit Spark makes inside the
 block (``commitInfo.userMetadata``) and, with an app id, the Delta transaction
@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 
 from waterline.engine.core.sqltext import delta_path, sql_string
 from waterline.engine.core.state import HeldState, TierState
-from waterline.engine.log.delta_commit import state_text
-from waterline.engine.log.table_log import PROPERTY
+from waterline.engine.delta.commit import state_text
+from waterline.engine.delta.table_log import PROPERTY
 
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
@@ -38,6 +38,20 @@ def temporary_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, previous)
+
+
+@contextmanager
+def cleared_conf(spark: SparkSession, key: str) -> Iterator[None]:
+    """Unset a Spark SQL conf for the block, then restore what was there."""
+    previous = spark.conf.get(key, None)
+    if previous is None:
+        yield
+        return
+    spark.conf.unset(key)
+    try:
+        yield
+    finally:
+        spark.conf.set(key, previous)
 
 
 @contextmanager

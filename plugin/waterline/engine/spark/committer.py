@@ -25,7 +25,7 @@ from typing import Mapping
 from pyspark.sql import DataFrame
 
 from waterline.engine.core.races import SkippedCommit
-from waterline.engine.log.objects import delete_tree
+from waterline.engine.delta.objects import delete_tree
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from pyspark.sql import SparkSession
 
 from waterline.engine.core.state import TierState
 from waterline.engine.log.lease import feed_lease
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.commits import record_state
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec

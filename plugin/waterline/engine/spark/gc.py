@@ -10,33 +10,32 @@ never released keeps everything.
 gc also deletes the files of pre-staged releases and held appends that never
 committed (a discarded stage, a crash between Spark's write and the commit)
 once they are older than the grace period
-(`waterline.engine.log.staged.orphan_tokens`).
+(`waterline.engine.delta.stages.orphan_tokens`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import GcResult
 from waterline.engine.core.sqltext import delta_path
 from waterline.engine.log.lease import Lease, feed_lease
-from waterline.engine.log.objects import delete_tree
-from waterline.engine.log.staged import GC_AFTER_S, orphan_tokens, table_stage_folder
-from waterline.engine.log.table_log import APP_COMMIT, TableLog
+from waterline.engine.delta.objects import delete_tree
+from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
+from waterline.engine.delta.table_log import APP_COMMIT, TableLog
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.tables import read_delta
 from waterline.engine.spark.views import temp_view
 from waterline.spec import FeedSpec
 
 
-def gc(spark: SparkSession, spec: FeedSpec, *, compact: bool = True, stage_grace_s: float = GC_AFTER_S,
-       clock: Clock | None = None) -> GcResult:
+def gc(spark: SparkSession, spec: FeedSpec, *, compact: bool = True, stage_grace_s: float = GC_AFTER_S) -> GcResult:
     """Delete the held versions no tier can ever need again; compact what is left; delete the
     staged files of releases and held appends that never committed and are older than
     ``stage_grace_s``."""
@@ -44,7 +43,7 @@ def gc(spark: SparkSession, spec: FeedSpec, *, compact: bool = True, stage_grace
         return GcResult(feed=spec.feed, versions_before=0, versions_removed=0, files_compacted=False)
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         result = _gc_locked(spark, spec, compact=compact, lease=lease)
-        now_s = (clock or SystemClock()).now_us() / 1e6
+        now_s = time.time()  # stage files are dated by the store's clock, not by the trusted release clock
         staged = sum(delete_tree(table_stage_folder(table, token))
                      for table in (spec.held_path, *map(spec.tier_path, spec.tiers))
                      for token in orphan_tokens(table, now_s=now_s, older_than_s=stage_grace_s))

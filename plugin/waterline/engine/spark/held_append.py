@@ -8,7 +8,7 @@ the versions as Parquet files under ``<held>/wl-staged/<token>/data/``, which
 no reader sees, and commits them itself: the add actions with statistics from
 the files' footers (for the columns the held table keeps statistics for), the
 transaction and the state, in one commit file created only if absent
-(`waterline.engine.log.delta_commit.commit_append`). The transaction id is
+(`waterline.engine.delta.commit.commit_append`). The transaction id is
 checked against the log the ingest read under the feed lease, without a JVM.
 
 A held table whose Delta protocol that writer does not honour, or whose schema
@@ -27,13 +27,13 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.keys import duplicate_keys_error
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState
-from waterline.engine.log import storage
-from waterline.engine.log.delta_commit import FileActions, checkpoint_if_due, commit_append, unsupported
-from waterline.engine.log.objects import delete_tree
-from waterline.engine.log.parquet_files import data_files, partition_folder, stats_columns, written_files
-from waterline.engine.log.staged import STAGE_DIR, table_stage_folder
-from waterline.engine.log.staged_keys import duplicate_keys
-from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.engine.delta import storage
+from waterline.engine.delta.commit import FileActions, append_commit, checkpoint_if_due, table_unsupported, write_commit
+from waterline.engine.delta.gate import warn_slow_path
+from waterline.engine.delta.parquet_files import data_files, partition_folder, stats_columns, written_files
+from waterline.engine.delta.stages import STAGE_DIR, discard_stage
+from waterline.engine.delta.staged_keys import duplicate_keys
+from waterline.engine.delta.table_log import APP_SEQ, TableLog
 from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.tables import table_schema
 from waterline.engine.spark.validate import check_duplicates
@@ -45,8 +45,9 @@ log = logging.getLogger(__name__)
 def direct_unsupported(held_log: TableLog, schema: StructType) -> str | None:
     """Why versions of ``schema`` cannot be appended to the held table by `write`/`commit`
     (Spark's Delta writer must append them), or None."""
-    reason = unsupported(held_log)
+    reason = table_unsupported(held_log)
     if reason is not None:
+        warn_slow_path(held_log.path, reason)
         return reason
     held = {f.name: f.dataType.simpleString() for f in table_schema(held_log).fields}
     ours = {f.name: f.dataType.simpleString() for f in schema.fields}
@@ -106,33 +107,31 @@ def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, 
 
 
 def commit(held_log: TableLog, state: HeldState, token: str, *, record_property: bool) -> int:
-    """Commit the files of ``token`` as version ``held_log.version + 1``: the adds (statistics
-    from the footers), the transaction ``waterline.seq`` = ``state.seq`` and ``state``.
+    """Commit the files of ``token`` as the held table's next version: the adds (statistics
+    from the footers), the transaction ``waterline.seq`` = ``state.seq`` and ``state``;
+    after other writers' commits that kept every row, when there are some.
 
-    Raises `SkippedCommit` when another writer made that version first or already used
-    the sequence (the caller plans again); the staged files are deleted then."""
-    columns = stats_columns(held_log.table.metadata().configuration)
+    Raises `SkippedCommit` when the sequence was used or another writer changed rows (the
+    caller plans again): the staged files are deleted then, as no commit names them. A
+    commit whose outcome the store never told (`OutcomeUnknown`) keeps them: it may have
+    landed, and gc deletes them only if no commit carries ``token``."""
+    snapshot = held_log.snapshot()
+    columns = stats_columns(snapshot.metadata.configuration)
     files = written_files(held_log.path, _data(token), stats=True, columns=columns)
     adds = tuple(f.add_action() for f in files)
     metrics = {"numFiles": str(len(adds)), "numOutputRows": str(state.versions),
                "numOutputBytes": str(sum(f.size for f in files))}
+    change = append_commit(FileActions(adds=adds, metrics=metrics), state, app=APP_SEQ,
+                           partition_by=snapshot.metadata.partition_columns, record_property=record_property)
     try:
-        version = commit_append(held_log, FileActions(adds=adds, metrics=metrics), state, app=APP_SEQ,
-                                record_property=record_property)
+        version = write_commit(snapshot, change)
     except SkippedCommit:
         discard(held_log.path, token)
         raise
-    if version is None:
-        discard(held_log.path, token)
-        raise SkippedCommit(f"{held_log.path}: version {held_log.version + 1} was taken by another writer")
-    checkpoint_if_due(held_log, version)
+    checkpoint_if_due(held_log.path, version, snapshot.metadata.configuration)
     return version
 
 
 def discard(held_path: str, token: str) -> None:
-    """Delete the files of an append that will not be committed (best effort: `waterline gc`
-    deletes what this leaves)."""
-    try:
-        delete_tree(table_stage_folder(held_path, token))
-    except Exception as exc:  # noqa: BLE001
-        log.warning("held table %s: staged files of %s left for gc: %s", held_path, token, exc)
+    """Delete the files of an append no commit names (best effort: gc deletes what this leaves)."""
+    discard_stage(held_path, token)

@@ -37,14 +37,14 @@ from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core import faults
 from waterline.engine.core.event_time import advance_sources, event_waterline
-from waterline.engine.core.races import SkippedCommit, new_token, retry_lost_races
+from waterline.engine.core.races import new_token, retry_lost_races
 from waterline.engine.core.results import IngestResult
 from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
-from waterline.engine.log.delta_commit import commit_property, unsupported
+from waterline.engine.delta.commit import property_commit, table_unsupported, write_commit
 from waterline.engine.log.lease import Lease, feed_lease
-from waterline.engine.log.storage import is_delta_table
-from waterline.engine.log.table_log import APP_SEQ, TableLog
+from waterline.engine.delta.storage import is_delta_table
+from waterline.engine.delta.table_log import APP_SEQ, TableLog
 from waterline.engine.spark import held_append
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state, record_state
@@ -278,9 +278,8 @@ def _record_moved(spark: SparkSession, spec: FeedSpec, out: _Output, state: Held
     if not out.held_log.exists or not _moved(state, out.state):
         return
     lease.check()
-    if unsupported(out.held_log) is None:  # one commit of ours, no JVM
-        if commit_property(out.held_log, state) is None:
-            raise SkippedCommit(f"{spec.held_path}: version {out.held_log.version + 1} was taken by another writer")
+    if table_unsupported(out.held_log) is None:  # one commit of ours, no JVM (after others' that kept the rows)
+        write_commit(out.held_log.snapshot(), property_commit(state))
     else:
         record_state(spark, spec.held_path, state)
 

@@ -19,8 +19,7 @@ from pyspark.sql import functions as F
 from waterline.engine.core import columns as C
 from waterline.engine.core.held_stats import HeldFile, outlook
 from waterline.engine.core.results import TierRelease
-from waterline.engine.core.state import TierState
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
 from waterline.semantics import NEG_INF, POS_INF
 from waterline.spec import FeedSpec
@@ -39,16 +38,27 @@ class TierStep:
     w: int
     seq: int
     n: int  # the tier state's commit number this step commits (Delta txnVersion)
+    # Another writer changed the tier's rows since its last waterline commit (a RESTORE, a
+    # DELETE by hand): the tier no longer is what its state says, so every due version is a
+    # candidate and rows no candidate accounts for are deleted (the Spark path's MERGE).
+    reconcile: bool = False
 
     @property
     def low(self) -> int:
-        return NEG_INF if self.w0 is None else self.w0
+        return NEG_INF if self.w0 is None or self.reconcile else self.w0
+
+    @property
+    def since(self) -> int:
+        """The ingest sequence the tier is complete through (-1: nothing is taken for granted)."""
+        return -1 if self.reconcile else self.s0
 
     def candidate_filter(self) -> Column:
         """Versions that may change this tier's rows between (w0, s0) and (w, seq)."""
         t, low, w = self.tier, self.low, self.w
         tau, end = C.tau(t), stored_end_sql(t)
         due = F.col(tau) <= w
+        if self.reconcile:
+            return due
         # A NULL array is the single interval [tau, end) (see `stored_vis_sql`): no lambda.
         crossed = F.expr(
             f"CASE WHEN {C.vis(t)} IS NULL "
@@ -60,18 +70,20 @@ class TierStep:
 
 
 def plan_step(spec: FeedSpec, tier: str, held: DataFrame, target: int, seq: int,
-              state: TierState | None = None) -> TierStep | TierRelease:
+              log: TableLog | None = None) -> TierStep | TierRelease:
     """The tier's step, or its final result when it is on hold or already at (W, seq).
-    ``state``: the tier's state as the caller read it (else read from the tier's log)."""
-    state = state if state is not None else TableLog.open(spec.tier_path(tier)).tier_state()
+    ``log``: the tier's log as the caller read it (else it is read)."""
+    log = log if log is not None else TableLog.open(spec.tier_path(tier))
+    state = log.tier_state()
     w0, s0 = state.w, state.seq
     if state.hold:
         return TierRelease(tier=tier, w_us=w0, previous_w_us=w0, seq=s0, held=True)
     check_tiers_scheduled(spec, held.columns, tiers=[tier])
     w = target if w0 is None else max(w0, target)  # the waterline never goes back
-    if w0 is not None and w == w0 and seq == s0:
+    reconcile = log.rows_changed_by_others()
+    if w0 is not None and w == w0 and seq == s0 and not reconcile:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.next_due)
-    return TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.n + 1)
+    return TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.n + 1, reconcile=reconcile)
 
 
 def desired_rows(held: DataFrame, step: TierStep, keys: list[str], payload: list[str], partitions: list[str],

@@ -27,8 +27,8 @@ from waterline.engine.core.results import ReleaseResult, combine_releases
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.log.staged import StagedRelease, discard, release_staged
 from waterline.engine.log.status import read_feed_status
-from waterline.engine.log.storage import is_delta_table
-from waterline.engine.spark.release import rehearse, release
+from waterline.engine.delta.storage import is_delta_table
+from waterline.engine.spark.release import rehearse, release, with_committed
 from waterline.engine.spark.staging import stage
 from waterline.engine.spark.tables import read_delta
 from waterline.semantics import NEG_INF
@@ -90,11 +90,13 @@ def release_prestaged(spark: SparkSession, spec: FeedSpec, *, as_of_us: int, clo
         staged = stage(spark, spec, w_us=as_of_us, clock=clock)
     except SkippedCommit:  # the stage met a Spark without waterline's committer: the release plans again
         staged = None
+    committed: list[ReleaseResult] = []
     if staged is not None:
-        result = release_staged(spec, staged, clock=clock)
-        if result is not None:
-            return result, True
-    return release(spark, spec, as_of_us=as_of_us, clock=clock), False
+        outcome = release_staged(spec, staged, clock=clock)
+        if outcome.result is not None:
+            return outcome.result, True
+        committed = [outcome.partial] if outcome.partial is not None else []
+    return with_committed(committed, release(spark, spec, as_of_us=as_of_us, clock=clock)), False
 
 
 def _rehearse(spark: SparkSession, spec: FeedSpec, due_us: int) -> None:
@@ -135,14 +137,15 @@ def release_when_due(
         if staged is None:
             _rehearse(spark, spec, due_us)
     reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
-    result = None
+    committed: list[ReleaseResult] = []  # tiers a stage committed before the rest met a conflict
     if staged is not None:
-        if reached:  # one commit per tier, or None if the stage no longer applies
-            result = release_staged(spec, staged, clock=clock)
+        if reached:  # one commit per tier; the stages of tiers that did not commit are discarded
+            outcome = release_staged(spec, staged, clock=clock)
+            if outcome.result is not None:
+                return DueRelease(due_us, reached, now, outcome.result, clock.now_us(), prestaged=True)
+            committed = [outcome.partial] if outcome.partial is not None else []
         else:
             discard(spec, staged)
-    if result is not None:
-        return DueRelease(due_us, reached, now, result, clock.now_us(), prestaged=True)
     # W = min(due, the clock read again under the lease): a clock that reads
     # below due there (stepped back, or a wait that was fooled) releases less, never early.
     as_of = due_us if reached else None
@@ -150,7 +153,7 @@ def release_when_due(
     while reached and result.w_us < due_us:  # the cap held W back: wait for the clock again
         reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
         result = release(spark, spec, as_of_us=due_us if reached else None, clock=clock)
-    return DueRelease(due_us, reached, now, result, clock.now_us())
+    return DueRelease(due_us, reached, now, with_committed(committed, result), clock.now_us())
 
 
 def next_due_after(result: ReleaseResult) -> int | None:

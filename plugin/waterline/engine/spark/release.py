@@ -24,12 +24,12 @@ from waterline.engine.core import faults
 from waterline.engine.core.event_time import target_waterline
 from waterline.engine.core.held_stats import candidate_partitions, single_ingest_partitions
 from waterline.engine.core.races import SkippedCommit, new_token, retry_lost_races
-from waterline.engine.core.results import ReleaseResult, TierRelease
+from waterline.engine.core.results import ReleaseResult, TierRelease, combine_releases
 from waterline.engine.core.sqltext import delta_path, sql_string
 from waterline.engine.core.state import TierState
 from waterline.engine.log.lease import Lease, feed_lease
-from waterline.engine.log.staged import commit_staged, discard
-from waterline.engine.log.table_log import APP_COMMIT, TableLog
+from waterline.engine.log.staged import StagedCommit, commit_staged, discard
+from waterline.engine.delta.table_log import APP_COMMIT, TableLog
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
 from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
@@ -43,18 +43,28 @@ def release(spark: SparkSession, spec: FeedSpec, *, as_of_us: int | None = None,
             clock: Clock | None = None) -> ReleaseResult:
     """Advance every tier not on hold to W and publish what became due."""
     clock = clock or SystemClock()
+    committed: list[ReleaseResult] = []  # tiers an attempt committed before it lost a race on another
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         # A lost race (a conflicting commit, or Delta skipped ours as already applied) plans
         # again from the tiers' new states, so W_T never goes back and no step computed
-        # from a stale state is applied.
-        return retry_lost_races(
-            lambda: _release_locked(spark, spec, as_of_us, clock, lease),
+        # from a stale state is applied; tiers already committed are settled in the new plan.
+        result = retry_lost_races(
+            lambda: _release_locked(spark, spec, as_of_us, clock, lease, committed),
             is_race=is_commit_conflict, before_retry=lease.check, what=f"feed {spec.feed}: release",
         )
+    return with_committed(committed, result)
+
+
+def with_committed(committed: list[ReleaseResult], result: ReleaseResult) -> ReleaseResult:
+    """``result`` reporting, for tiers earlier attempts of the same release committed, what
+    those commits did too."""
+    if not committed:
+        return result
+    return replace(combine_releases([*committed, result]), requested_us=result.requested_us)
 
 
 def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, clock: Clock,
-                    lease: Lease) -> ReleaseResult:
+                    lease: Lease, committed: list[ReleaseResult]) -> ReleaseResult:
     now = clock.now_us()
     held_log = TableLog.open(spec.held_path)
     held_state = held_log.held_state(spec.feed)
@@ -65,14 +75,18 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
         staged = stage(spark, spec, w_us=target, clock=clock, target_us=target, staged_at_us=now,
                        held_log=held_log)
         if staged is not None:
+            outcome = StagedCommit(None, reason="not committed")
             try:
-                done = commit_staged(spec, staged, clock=clock, lease=lease, now_us=now)
-            except SkippedCommit:  # computed from a stale state: plan again (retry_lost_races)
-                discard(spec, staged)
-                raise
-            if done is not None:
-                return replace(done, requested_us=as_of_us)
-            discard(spec, staged)  # another writer moved a table: the Spark path plans from its state
+                outcome = commit_staged(spec, staged, clock=clock, lease=lease, now_us=now)
+            finally:
+                if outcome.result is None:
+                    discard(spec, staged, keep=outcome.committed)
+            if outcome.result is not None:
+                return replace(outcome.result, requested_us=as_of_us)
+            if outcome.partial is not None:
+                committed.append(replace(outcome.partial, requested_us=as_of_us))
+            # another writer moved a table: plan again from the tables as they are (retry_lost_races)
+            raise SkippedCommit(f"feed {spec.feed}: staged release not committed: {outcome.reason}")
         held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
         steps = []
         for tier in spec.tiers:
@@ -87,7 +101,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
             single = single_ingest_partitions(files)
             for i, step in enumerate(steps):
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
-                partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.s0, w=step.w)
+                partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.since, w=step.w)
                 results[step.tier] = _apply(
                     spark, spec, step, held, partitions, single, *outlooks[step.tier], lease=lease
                 )
@@ -119,7 +133,7 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
         if isinstance(step, TierRelease):  # on hold, or nothing to do at w_us
             continue
         read_delta(spark, spec.tier_path(tier)).schema  # noqa: B018  (the tier's snapshot, for its MERGE)
-        partitions = candidate_partitions(files, tier, low=step.low, s0=step.s0, w=step.w)
+        partitions = candidate_partitions(files, tier, low=step.low, s0=step.since, w=step.w)
         if partitions:
             desired_rows(held, step, keys, payload, partitions, single).groupBy(REASON).count().collect()
 
@@ -147,11 +161,14 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame,
             reasons = {
                 r[REASON]: r["n"] for r in desired.groupBy(REASON).agg(F.count(F.lit(1)).alias("n")).collect()
             }
-            if reasons:  # no candidate at all: skip the MERGE, record the state below
+            if reasons or step.reconcile:  # no candidate at all: skip the MERGE, record the state below
                 with commit_state(spark, new_state, app=APP_COMMIT, version=step.n):
-                    _merge(spark, spec, step.tier, desired, keys, payload, partitions)
+                    _merge(spark, spec, step.tier, desired, keys, payload, partitions, reconcile=step.reconcile)
         finally:
             desired.unpersist()
+    elif step.reconcile:  # no version is due at all: no row may be in the tier
+        with commit_state(spark, new_state, app=APP_COMMIT, version=step.n):
+            spark.sql(f"DELETE FROM {delta_path(path)}")
     after = TableLog.open(path)
     if after.version != before:
         after.committed_version(new_state.token, after=before)
@@ -169,12 +186,20 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame,
 
 
 def _merge(spark: SparkSession, spec: FeedSpec, tier: str, desired: DataFrame, keys: list[str],
-           payload: list[str], partitions: list[str]) -> None:
-    """One SQL MERGE of the desired rows into the tier (SQL, so it runs over Spark Connect too)."""
-    in_partitions = ", ".join(sql_string(p) for p in partitions)
-    on = " AND ".join([f"t.`{k}` = s.`{k}`" for k in keys] + [f"t.{C.PARTITION} IN ({in_partitions})"])
+           payload: list[str], partitions: list[str], *, reconcile: bool = False) -> None:
+    """One SQL MERGE of the desired rows into the tier (SQL, so it runs over Spark Connect too).
+
+    ``reconcile``: the desired rows are every due identity's, the tier may hold anything
+    another writer left (rows deleted, changed or added by hand): every column is compared,
+    and tier rows no desired row matches are deleted."""
     columns = [f"`{c}`" for c in payload + [C.PARTITION, C.SEQ, C.START, C.END]]
-    changed = f"t.{C.SEQ} <> s.{C.SEQ} OR t.{C.START} <> s.{C.START} OR t.{C.END} <> s.{C.END}"
+    if reconcile:
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+        changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns)
+    else:
+        in_partitions = ", ".join(sql_string(p) for p in partitions)
+        on = " AND ".join([f"t.`{k}` = s.`{k}`" for k in keys] + [f"t.{C.PARTITION} IN ({in_partitions})"])
+        changed = f"t.{C.SEQ} <> s.{C.SEQ} OR t.{C.START} <> s.{C.START} OR t.{C.END} <> s.{C.END}"
     with temp_view(desired) as source:
         spark.sql(
             f"MERGE INTO {delta_path(spec.tier_path(tier))} AS t USING {source} AS s ON {on} "
@@ -183,6 +208,7 @@ def _merge(spark: SparkSession, spec: FeedSpec, tier: str, desired: DataFrame, k
             + ", ".join(f"{c} = s.{c}" for c in columns)
             + f" WHEN NOT MATCHED AND s.{PRESENT} THEN INSERT ({', '.join(columns)}) "
             f"VALUES ({', '.join(f's.{c}' for c in columns)})"
+            + (" WHEN NOT MATCHED BY SOURCE THEN DELETE" if reconcile else "")
         )
 
 

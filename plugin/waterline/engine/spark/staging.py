@@ -6,7 +6,7 @@ instant, the tier rows that change are found and written ahead as Delta would
 write them: new data files for the rewritten and inserted rows, change-data
 files (``_change_type`` insert, delete, update_preimage, update_postimage) when
 rows are updated or deleted, and the add/remove/cdc actions naming them, with
-file statistics from the files' footers (`waterline.engine.log.parquet_files`).
+file statistics from the files' footers (`waterline.engine.delta.parquet_files`).
 Partitions the tier has no file in yet take a shorter route: no tier read, no
 join, one pass writing the present rows. Nothing is committed and no lease is
 taken: readers of the tier see none of it.
@@ -30,11 +30,14 @@ from waterline.engine.core.held_stats import candidate_partitions, single_ingest
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
-from waterline.engine.log.delta_commit import FileActions, unsupported
-from waterline.engine.log.objects import delete_tree
-from waterline.engine.log.parquet_files import written_files
-from waterline.engine.log.staged import STAGE_DIR, StagedRelease, StagedTier, stage_folder
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.actions import AddFile, RemoveFile
+from waterline.engine.delta.commit import FileActions, table_unsupported
+from waterline.engine.delta.gate import warn_slow_path
+from waterline.engine.delta.objects import delete_tree
+from waterline.engine.delta.parquet_files import written_files
+from waterline.engine.delta.stages import STAGE_DIR
+from waterline.engine.log.staged import StagedRelease, StagedTier, stage_folder
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
 from waterline.engine.spark.tables import change_feed_enabled, table_schema
@@ -61,7 +64,10 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         return None
     tier_logs = {t: TableLog.open(spec.tier_path(t)) for t in spec.tiers}
     for tier, tier_log in tier_logs.items():
-        reason = unsupported(tier_log) or (None if change_feed_enabled(tier_log) else "no change data feed yet")
+        unsupported = table_unsupported(tier_log)
+        if unsupported is not None:
+            warn_slow_path(tier_log.path, unsupported)
+        reason = unsupported or (None if change_feed_enabled(tier_log) else "no change data feed yet")
         if reason is not None:
             log.info("feed %s: release not pre-staged: tier %s: %s", spec.feed, tier, reason)
             return None
@@ -74,7 +80,10 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
     settled: list[TierRelease] = []
     for tier in spec.tiers:
         # the state from the same snapshot as the version the commit will check
-        step = plan_step(spec, tier, held, target, seq, state=tier_logs[tier].tier_state())
+        step = plan_step(spec, tier, held, target, seq, log=tier_logs[tier])
+        if isinstance(step, TierStep) and step.reconcile:
+            log.info("feed %s: release not pre-staged: tier %s was changed by another writer", spec.feed, tier)
+            return None  # the Spark path reconciles it (a MERGE that also deletes what no version accounts for)
         (settled if isinstance(step, TierRelease) else steps).append(step)
     staged_tiers: list[StagedTier] = []
     if steps:
@@ -85,12 +94,11 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
             next_due, pending = outlooks[step.tier]
             state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
                               next_due=next_due, pending=pending, n=step.n, token=token)
-            partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.s0, w=step.w)
+            partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.since, w=step.w)
             staged_tiers.append(_stage_tier(spark, spec, step, state, held, partitions, single,
                                             tier_logs[step.tier], token))
     return StagedRelease(
-        feed=spec.feed, token=token, w_us=target, seq=seq, held_version=held_log.version,
-        tier_versions={t: tier_logs[t].version for t in spec.tiers}, staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
+        feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
         steps=tuple(staged_tiers), settled=tuple(settled),
     )
 
@@ -102,7 +110,7 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
 def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
                 partitions: list[str], single: set[str], tier_log: TableLog, token: str) -> StagedTier:
     """One tier's files at ``step.w``: its rows that change, rewritten around the ones that do not."""
-    staged = StagedTier(state=state, files=FileActions(), result=TierRelease(
+    staged = StagedTier(base=tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
         tier=step.tier, w_us=state.w, previous_w_us=step.w0, seq=state.seq, next_due_us=state.next_due))
     if not partitions:
         return staged
@@ -195,7 +203,7 @@ def _counted(staged: StagedTier, **counts: int) -> StagedTier:
     return replace(staged, result=replace(result, changed=changed))
 
 
-def _adds(spec: FeedSpec, tier: str, token: str) -> list[dict]:
+def _adds(spec: FeedSpec, tier: str, token: str) -> list[AddFile]:
     """Add actions for the stage's data files, with statistics from their footers."""
     return [f.add_action() for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/data", stats=True)]
 
@@ -216,7 +224,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
     folder = stage_folder(spec, tier, token)
     write_parquet(new_rows.repartition(C.PARTITION), f"{folder}/data", mode="error", partition_by=C.PARTITION)
     adds = _adds(spec, tier, token)
-    cdcs: list[dict] = []
+    cdcs: list = []
     if by_action["update"] or by_action["delete"]:
         change_type = F.col(_ACTION)
         cdc_rows = (
@@ -229,10 +237,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
             )
         )
         write_parquet(cdc_rows.repartition(C.PARTITION), f"{folder}/cdc", mode="error", partition_by=C.PARTITION)
-        cdcs = [
-            {"path": f.path, "partitionValues": f.partition_values, "size": f.size, "dataChange": False}
-            for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/cdc", stats=False)
-        ]
+        cdcs = [f.cdc_action() for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/cdc", stats=False)]
     removes = _removes(tier_log, touched)
     metrics = {
         "numTargetRowsInserted": by_action["insert"], "numTargetRowsUpdated": by_action["update"],
@@ -243,19 +248,31 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
                        metrics={k: str(v) for k, v in metrics.items()})
 
 
-def _removes(tier_log: TableLog, touched: list[str]) -> list[dict]:
+def _removes(tier_log: TableLog, touched: list[str]) -> list[RemoveFile]:
     """Remove actions for the tier files Spark read as ``touched`` (absolute URIs), with the
     paths, partition values and sizes the table's log has for them."""
     if not touched:
         return []
-    actions = tier_log.file_actions()
-    by_path = {unquote(unquote(a["path"])): a for a in actions}
+    by_path = {unquote(unquote(a["path"])): a for a in tier_log.file_actions()}
     out = []
     for uri in touched:
-        plain = unquote(unquote(uri))
-        match = next((a for p, a in by_path.items() if plain.endswith("/" + p)), None)
+        match = by_path.get(_relative(unquote(unquote(uri)), tier_log.path))
         if match is None:
             raise RuntimeError(f"{tier_log.path}: file {uri} read by Spark is not in version {tier_log.version}")
-        out.append({"path": match["path"], "dataChange": True, "extendedFileMetadata": True,
-                    "partitionValues": match["partitionValues"], "size": match["size"]})
+        out.append(RemoveFile(path=match["path"], partition_values=match["partitionValues"], size=match["size"]))
     return out
+
+
+def _relative(uri: str, table: str) -> str:
+    """A file's path relative to ``table`` from the absolute URI Spark names it by
+    (``file:/wh/t/x``, ``s3a://b/wh/t/x``): one dictionary look-up per file, not a scan."""
+    root = table.rstrip("/")
+    for prefix in (root, "file:" + root, "file://" + root):
+        if uri.startswith(prefix + "/"):
+            return uri[len(prefix) + 1:]
+    if "://" in root:  # s3a:// vs s3:// spellings of one bucket
+        tail = root.split("://", 1)[1]
+        _, _, rest = uri.partition("://")
+        if rest.startswith(tail + "/"):
+            return rest[len(tail) + 1:]
+    return uri

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import ExitStack, contextmanager
+from typing import Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -20,17 +22,19 @@ from pyspark.sql.types import (
 from waterline.engine.core import columns as C
 from waterline.engine.core.sqltext import delta_path
 from waterline.engine.core.state import TierState
-from waterline.engine.log.storage import is_delta_table
-from waterline.engine.log.table_log import TableLog
-from waterline.engine.spark.commits import commit_state, temporary_conf
+from waterline.engine.delta.gate import OWN_TABLE_FEATURES
+from waterline.engine.delta.storage import is_delta_table
+from waterline.engine.delta.table_log import TableLog
+from waterline.engine.spark.commits import cleared_conf, commit_state, temporary_conf
 from waterline.spec import FeedSpec
 
 TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_STATS_COLUMNS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
+_DEFAULTS = "spark.databricks.delta.properties.defaults."
 #: Tier tables keep Delta's change data feed (`Feed.changes`, Delta Sharing's change queries).
 CHANGE_FEED = "delta.enableChangeDataFeed"
-_CHANGE_FEED_DEFAULT = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
+#: Property defaults of a new tier table beyond `own_table_defaults`: the change data feed from its first commit.
+TIER_DEFAULTS = {"enableChangeDataFeed": "true"}
 # Types Delta keeps file statistics for (checked with Delta 4.4 and deltalake 1.6).
 _STATS_TYPES = (NumericType, StringType, DateType, TimestampType, TimestampNTZType, BooleanType)
 
@@ -72,14 +76,30 @@ def _first_leaf(field: StructField) -> str | None:
     return ".".join(p if _PLAIN.match(p) else "`" + p.replace("`", "``") + "`" for p in path)
 
 
+@contextmanager
+def own_table_defaults(spark: SparkSession, **defaults: str) -> Iterator[None]:
+    """A table waterline creates inside this block has only features its own commit writer
+    honours: session defaults that would turn on deletion vectors, row tracking or in-commit
+    timestamps are set aside for the block (not written as ``false``: delta-rs cannot parse
+    ``delta.enableRowTracking = false`` in a table's properties); ``defaults`` (property name
+    without ``delta.`` -> value) are applied."""
+    with ExitStack() as stack:
+        for key in OWN_TABLE_FEATURES:
+            stack.enter_context(cleared_conf(spark, _DEFAULTS + key.removeprefix("delta.")))
+        for key, value in defaults.items():
+            stack.enter_context(temporary_conf(spark, _DEFAULTS + key, value))
+        yield
+
+
 def creating_held_table(spark: SparkSession, spec: FeedSpec, schema: StructType | None = None):
     """A held table created inside this block (a context manager) keeps file statistics
-    for the pruning columns only (see :func:`held_stats_columns`).
+    for the pruning columns only (see :func:`held_stats_columns`), and has the properties
+    waterline's commit writer honours (`own_table_defaults`).
 
     Delta collects statistics on the first 32 columns by default, which a wide
     payload would fill before the system columns; releases depend on these.
     """
-    return temporary_conf(spark, _STATS_COLUMNS_DEFAULT, ",".join(held_stats_columns(spec, schema)))
+    return own_table_defaults(spark, dataSkippingStatsColumns=",".join(held_stats_columns(spec, schema)))
 
 
 def payload_schema(of: DataFrame | StructType) -> StructType:
@@ -98,7 +118,7 @@ def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType)
     for tier in missing:
         path = spec.tier_path(tier)
         with commit_state(spark, TierState(tier=tier, op="create")), \
-                temporary_conf(spark, _CHANGE_FEED_DEFAULT, "true"):  # CDF from the first commit on
+                own_table_defaults(spark, **TIER_DEFAULTS):
             (
                 spark.createDataFrame([], schema).write.format("delta")
                 .partitionBy(C.PARTITION).mode("error").save(path)  # "error": Connect knows no "errorifexists"
@@ -107,7 +127,7 @@ def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType)
 
 def change_feed_enabled(log: TableLog) -> bool:
     """Whether the table has Delta's change data feed on (from the log, no JVM)."""
-    return log.exists and log.table.metadata().configuration.get(CHANGE_FEED, "").lower() == "true"
+    return log.configuration.get(CHANGE_FEED, "").lower() == "true"
 
 
 def ensure_change_feed(spark: SparkSession, path: str) -> bool:

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from waterline.engine.core.keys import MAX_KEYS_IN_ERROR
-from waterline.engine.log import storage
-from waterline.engine.log.parquet_files import data_files
+from waterline.engine.delta import storage
+from waterline.engine.delta.parquet_files import data_files
 
 #: Key columns up to this many bytes (uncompressed, as the footers tell) are checked here.
 MAX_KEY_BYTES = 256 * 2**20

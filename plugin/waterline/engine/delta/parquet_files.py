@@ -1,15 +1,18 @@
 """Parquet files a stage wrote, as a Delta commit names them: from a listing and their footers. No JVM.
 
 A staged release writes its files with Spark and commits them itself
-(`waterline.engine.log.delta_commit`), so the add actions' sizes, partition
+(`waterline.engine.delta.commit`), so the add actions' sizes, partition
 values and statistics come from here: one listing of the stage folder and one
 ranged read of each file's footer, instead of a Spark pass over the files.
 
-Statistics are exact by construction: the row count, per column the null
-count, and min/max only for signed integer columns. Parquet keeps timestamp,
-string and decimal bounds in forms Delta writes differently (truncated,
-prefixed, rescaled); a bound written wrongly would let a reader skip a file
-that holds matching rows, and a column without bounds is never skipped. The
+Statistics are safe by construction: the row count, per column the null
+count, and min/max for signed integer columns (exact), dates (exact) and
+timestamps (at Delta's millisecond precision, the lower bound floored and the
+upper one ceiled), so consumers skip tier files on ``event_time``. String and
+decimal bounds are not written: Parquet keeps them in forms Delta writes
+differently (truncated, prefixed, rescaled); a bound written wrongly would let
+a reader skip a file that holds matching rows, and a column without bounds is
+never skipped. The
 columns are the table's ``delta.dataSkippingStatsColumns`` when it lists them
 (struct leaves included, as the held table's list has them), else every
 top-level column.
@@ -24,14 +27,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from typing import Iterator, Mapping, Sequence
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from waterline.engine.log import storage
-from waterline.engine.log.objects import StoredObject, list_tree, read_tail
+from waterline.engine.delta import storage
+from waterline.engine.delta.actions import AddFile, CdcFile
+from waterline.engine.delta.objects import StoredObject, list_tree, read_tail
 
 #: The table property that names the columns Delta keeps statistics for.
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
@@ -52,10 +57,14 @@ class WrittenFile:
     modified_ms: int
     stats: str | None = None
 
-    def add_action(self) -> dict:
+    def add_action(self) -> AddFile:
         """The file as a Delta ``add`` action (data that changes the table)."""
-        return {"path": self.path, "partitionValues": self.partition_values, "size": self.size,
-                "modificationTime": self.modified_ms, "dataChange": True, "stats": self.stats}
+        return AddFile(path=self.path, partition_values=self.partition_values, size=self.size,
+                       modification_time=self.modified_ms, data_change=True, stats=self.stats)
+
+    def cdc_action(self) -> CdcFile:
+        """The file as a Delta ``cdc`` action (change rows of the commit)."""
+        return CdcFile(path=self.path, partition_values=self.partition_values, size=self.size)
 
 
 Path = tuple[str, ...]  # a column: its name, or a struct leaf's names from the top
@@ -183,14 +192,15 @@ def delta_stats(meta: pq.FileMetaData, columns: Sequence[Path] | None = None) ->
         chunks = [meta.row_group(g).column(j).statistics for g in range(meta.num_row_groups)]
         if chunks and all(c is not None and c.has_null_count for c in chunks):
             _put(nulls, path, sum(c.null_count for c in chunks))
-        if not _exact_integer(column):
+        bound = _bounds_of(column)
+        if bound is None:
             continue
         bounded = [c for c in chunks if c is not None and c.has_min_max]
         # Every row group must have bounds, except those holding only nulls.
         if bounded and all(c in bounded or (c is not None and c.has_null_count and c.null_count == c.num_values)
                            for c in chunks):
-            _put(mins, path, min(c.min for c in bounded))
-            _put(maxs, path, max(c.max for c in bounded))
+            _put(mins, path, bound(min(c.min_raw for c in bounded), False))
+            _put(maxs, path, bound(max(c.max_raw for c in bounded), True))
     return json.dumps({"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls},
                       separators=(",", ":"))
 
@@ -238,3 +248,42 @@ def _exact_integer(column: pq.ColumnSchema) -> bool:
     if logical.type == "NONE":
         return column.converted_type in ("NONE", "INT_8", "INT_16", "INT_32", "INT_64")
     return logical.type == "INT" and json.loads(logical.to_json()).get("isSigned", False)
+
+
+_EPOCH_DATE = date(1970, 1, 1)
+_PER_MS = {"milliseconds": 1, "microseconds": 1_000, "nanoseconds": 1_000_000}
+
+
+def _bounds_of(column: pq.ColumnSchema):
+    """How to write a column's raw Parquet bound as a Delta statistic, ``bound(raw, upper)``, or
+    None for a column whose bounds are not written (see the module's docstring).
+
+    Integers exactly; dates as ``yyyy-MM-dd``; timestamps at Delta's millisecond precision,
+    the lower bound rounded down and the upper one up, so a reader that compares with
+    them never skips a file holding a matching row (Delta truncates both; a reader that
+    trusts a truncated upper bound would skip rows in its last millisecond)."""
+    if _exact_integer(column):
+        return lambda raw, upper: raw
+    logical = column.logical_type
+    if column.physical_type == "INT32" and (logical.type == "DATE" or column.converted_type == "DATE"):
+        return lambda raw, upper: (_EPOCH_DATE + timedelta(days=raw)).isoformat()
+    if column.physical_type != "INT64":
+        return None
+    if logical.type == "TIMESTAMP":
+        spec = json.loads(logical.to_json())
+        unit, utc = spec.get("timeUnit"), bool(spec.get("isAdjustedToUTC"))
+    elif column.converted_type in ("TIMESTAMP_MILLIS", "TIMESTAMP_MICROS"):
+        unit, utc = ("milliseconds" if column.converted_type == "TIMESTAMP_MILLIS" else "microseconds"), True
+    else:
+        return None
+    per_ms = _PER_MS.get(unit)
+    if per_ms is None:
+        return None
+    return lambda raw, upper: _timestamp_text(-(-raw // per_ms) if upper else raw // per_ms, utc)
+
+
+def _timestamp_text(ms: int, utc: bool) -> str:
+    """Milliseconds since the epoch as Delta writes a timestamp statistic (``Z`` for a
+    TIMESTAMP, none for a TIMESTAMP_NTZ)."""
+    moment = datetime(1970, 1, 1) + timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}" + ("Z" if utc else "")

@@ -140,8 +140,10 @@ def session_conf(settings: S3Settings | None = None) -> dict[str, str]:
 def delta_storage_options(path: str, settings: S3Settings | None = None) -> dict[str, str] | None:
     """``deltalake`` storage_options for ``path``; None for a local table.
 
-    waterline only reads with ``deltalake`` (Spark writes), so no locking
-    provider or unsafe-rename setting is needed.
+    waterline makes no commit through ``deltalake`` (its commit files go through
+    `waterline.engine.delta.commit`, with boto3's conditional PutObject), so no locking
+    provider or unsafe-rename setting is needed: deltalake reads, writes checkpoints and
+    deletes expired log files, none of which is a commit.
     """
     if not is_s3(path):
         return None

@@ -23,7 +23,8 @@ Dagster sensor and asset checks and the Airflow trigger all read through it.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -32,7 +33,10 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.held_stats import HeldFile
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState, TierState
-from waterline.engine.log.storage import delta_table, is_delta_table
+from waterline.engine.delta import storage
+from waterline.engine.delta.actions import Action, Metadata, Protocol, parse_commit
+from waterline.engine.delta.objects import read_object
+from waterline.engine.delta.storage import delta_table, is_delta_table
 from waterline.errors import WaterlineError
 
 #: The table property that keeps a table's latest state across log cleanup.
@@ -47,7 +51,30 @@ TAG = "waterline"
 _HISTORY_DEPTH = 50
 # Commits that never change which rows a table holds; anything else unknown (a RESTORE,
 # a DELETE by hand) ends a search for the last state of a partition.
-_ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"}
+_ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
+
+
+def commit_path(table: str, version: int) -> str:
+    """Where commit file ``version`` of ``table`` lives."""
+    return storage.join(table, "_delta_log", f"{version:020d}.json")
+
+
+def read_commit(table: str, version: int) -> list[Action] | None:
+    """The actions of ``table``'s commit file ``version`` as written, whoever wrote it (None when
+    there is no such file: not written yet, or removed by log cleanup)."""
+    body = read_object(commit_path(table, version))
+    return None if body is None else parse_commit(body)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of a table as a writer builds on it: protocol, metadata, waterline's transactions."""
+
+    path: str
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    transactions: Mapping[str, int] = field(default_factory=dict)
 
 
 def parse_state(raw: str | None) -> dict[str, Any] | None:
@@ -83,7 +110,7 @@ class TableLog:
 
     def __init__(self, path: str, table: DeltaTable | None) -> None:
         self.path = path
-        self.table = table
+        self._table = table  # private: every question of the table is a method here
         self._history: list[dict[str, Any]] = []
         self._history_complete = False
 
@@ -99,21 +126,58 @@ class TableLog:
 
     @property
     def exists(self) -> bool:
-        return self.table is not None
+        return self._table is not None
+
+    # -- the snapshot's protocol and metadata ------------------------------------------
+
+    def protocol(self) -> Protocol:
+        """The table's protocol (reader/writer versions and features) at this snapshot."""
+        p = self._require().protocol()
+        return Protocol(min_reader_version=p.min_reader_version, min_writer_version=p.min_writer_version,
+                        reader_features=None if p.reader_features is None else frozenset(p.reader_features),
+                        writer_features=None if p.writer_features is None else frozenset(p.writer_features))
+
+    def metadata(self) -> Metadata:
+        """The table's metadata action at this snapshot (schema, partition columns, properties)."""
+        m = self._require().metadata()
+        return Metadata(id=m.id, schema_string=self._table.schema().to_json(),
+                        partition_columns=tuple(m.partition_columns), configuration=dict(m.configuration),
+                        name=m.name, description=m.description, created_time=m.created_time)
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        """The table's properties (empty without a table)."""
+        return {} if self._table is None else dict(self._table.metadata().configuration)
+
+    def snapshot(self) -> Snapshot:
+        """What a commit written on top of this version builds on (`waterline.engine.delta.commit`)."""
+        return Snapshot(path=self.path, version=self._require().version(), protocol=self.protocol(),
+                        metadata=self.metadata(),
+                        transactions={app: v for app in (APP_SEQ, APP_COMMIT)
+                                      if (v := self.transaction_version(app)) is not None})
+
+    def commit_actions(self, version: int) -> list[Action] | None:
+        """The actions of commit file ``version`` as written (None once log cleanup removed it)."""
+        return read_commit(self.path, version)
+
+    def _require(self) -> DeltaTable:
+        if self._table is None:
+            raise WaterlineError(f"table {self.path}: no Delta table there")
+        return self._table
 
     @property
     def version(self) -> int | None:
-        return None if self.table is None else self.table.version()
+        return None if self._table is None else self._table.version()
 
     # -- history -------------------------------------------------------------------
 
     def history(self, depth: int = _HISTORY_DEPTH) -> list[dict[str, Any]]:
         """The newest ``depth`` retained commits at or before this snapshot, newest first."""
-        if self.table is None:
+        if self._table is None:
             return []
         if len(self._history) < depth and not self._history_complete:
-            newest = self.table.version()
-            commits = [c for c in self.table.history(depth) if int(c["version"]) <= newest]
+            newest = self._table.version()
+            commits = [c for c in self._table.history(depth) if int(c["version"]) <= newest]
             self._history = commits
             self._history_complete = len(commits) < depth
         return self._history[:depth]
@@ -133,13 +197,13 @@ class TableLog:
 
     def transaction_version(self, app: str) -> int | None:
         """The version of Delta transaction ``app`` on the table (kept across log cleanup)."""
-        return None if self.table is None else self.table.transaction_version(app)
+        return None if self._table is None else self._table.transaction_version(app)
 
     def property_state(self) -> dict[str, Any] | None:
         """The state kept in the ``waterline.state`` table property, if any."""
-        if self.table is None:
+        if self._table is None:
             return None
-        prop = _json(self.table.metadata().configuration.get(PROPERTY))
+        prop = _json(self._table.metadata().configuration.get(PROPERTY))
         return prop if isinstance(prop, dict) else None
 
     def latest_state(self) -> dict[str, Any] | None:
@@ -150,7 +214,7 @@ class TableLog:
         ``waterline.commit`` transaction version Delta keeps across log cleanup.
         Raises `WaterlineError` if a newer waterline commit is known than any state found.
         """
-        if self.table is None:
+        if self._table is None:
             return None
         prop = self.property_state()
         committed = self.transaction_version(APP_COMMIT)
@@ -169,8 +233,20 @@ class TableLog:
             depth *= 10
 
     def tier_state(self) -> TierState:
-        """The tier's state (the initial one for a tier never committed to)."""
-        raw = self.latest_state()
+        """The tier's state (the initial one for a tier never committed to).
+
+        Every commit that changes a tier's state writes it to the table property too (the
+        release's own commit, the Spark path's property commit after its MERGE, hold and
+        resume), so the property is the newest state whenever no data commit is known past
+        it (the ``waterline.commit`` transaction): then no commit file is read, and the cost
+        of a read does not grow with the tier's history. Otherwise (a crash between the Spark
+        path's two commits, a tier just created) `latest_state` searches the history."""
+        prop = self.property_state()
+        committed = self.transaction_version(APP_COMMIT)
+        if prop is not None and (committed is None or _number(prop) >= committed):
+            raw: dict[str, Any] | None = prop
+        else:
+            raw = self.latest_state()
         return TierState() if raw is None else TierState.from_json(raw, where=f"table {self.path}")
 
     def held_state(self, feed: str) -> HeldState:
@@ -181,7 +257,7 @@ class TableLog:
         before that, the files' ``_wl_seq`` statistics. An existing table never
         starts again at 0.
         """
-        if self.table is None:
+        if self._table is None:
             return HeldState()
         raw = self.latest_state()
         state = HeldState() if raw is None else HeldState.from_json(raw, where=f"table {self.path}")
@@ -213,6 +289,22 @@ class TableLog:
                 return found
             depth *= 10  # a long run of ingests since the last release: look further back
 
+    def rows_changed_by_others(self) -> bool:
+        """Whether a commit another writer made after the newest waterline commit may have
+        changed rows (a RESTORE, a DELETE or UPDATE by hand, a foreign append): commits that
+        keep every row (OPTIMIZE, property changes, VACUUM's markers) do not count."""
+        depth = 4  # the newest commit is waterline's nearly always: read few commit files
+        while True:
+            commits, complete = self._deeper(depth)
+            for commit in commits:
+                if parse_state(commit.get("userMetadata")) is not None:
+                    return False
+                if commit.get("operation") not in _ROW_PRESERVING:
+                    return True
+            if complete:
+                return False
+            depth *= 10
+
     def last_ingest_state(self, partition: str, *, depth: int = _HISTORY_DEPTH) -> HeldState | None:
         """The state of the newest ingest commit of ``partition`` among the last ``depth`` commits,
         or None if it is older, absent, or a foreign commit may have changed rows since."""
@@ -230,13 +322,25 @@ class TableLog:
         """The version of the commit whose state carries ``token`` (made after version
         ``after``); raises `SkippedCommit` if there is none: Delta skipped it as already
         applied, or another writer's commit replaced it."""
+        version = self._token_version(token, after=after)
+        if version is None:
+            raise SkippedCommit(f"{self.path}: commit {token} did not land (versions after {after} hold none)")
+        return version
+
+    def names_token(self, token: str, *, after: int | None) -> bool:
+        """Whether a commit made after version ``after`` carries ``token`` in its state."""
+        return self._token_version(token, after=after) is not None
+
+    def _token_version(self, token: str, *, after: int | None) -> int | None:
+        if self._table is None:
+            return None
         newest = self.version if self.version is not None else -1
         depth = newest - (-1 if after is None else after)
         for commit in self.history(max(depth, 1)):
             state = parse_state(commit.get("userMetadata"))
             if state is not None and state.get("token") == token:
                 return int(commit["version"])
-        raise SkippedCommit(f"{self.path}: commit {token} did not land (versions after {after} hold none)")
+        return None
 
     def last_commit_metrics(self) -> dict[str, int]:
         """The newest commit's operationMetrics (rows inserted, updated, deleted ...)."""
@@ -247,19 +351,21 @@ class TableLog:
     # -- files ---------------------------------------------------------------------
 
     def _add_actions(self) -> dict[str, list]:
-        if self.table is None:
-            return {}
-        return pa.table(self.table.get_add_actions(flatten=True)).to_pydict()
+        return {} if self._table is None else self.add_actions().to_pydict()
 
     def file_actions(self) -> list[dict[str, Any]]:
         """The snapshot's data files as Delta add actions name them: ``path`` (as the log
         has it), ``partitionValues`` and ``size``."""
-        if self.table is None:
+        if self._table is None:
             return []
-        table = pa.table(self.table.get_add_actions(flatten=False))
+        table = pa.table(self._table.get_add_actions(flatten=False))
         paths, sizes = table.column("path").to_pylist(), table.column("size_bytes").to_pylist()
         parts = table.column("partition").to_pylist() if "partition" in table.column_names else [{}] * len(paths)
         return [{"path": p, "partitionValues": dict(v or {}), "size": int(n)} for p, v, n in zip(paths, parts, sizes)]
+
+    def file_uris(self) -> list[str]:
+        """The snapshot's data files as absolute URIs (deltalake's ``file_uris``)."""
+        return [] if self._table is None else list(self._table.file_uris())
 
     def held_files(self, tiers: Iterable[str]) -> list[HeldFile]:
         """The held table's current files with the statistics a release needs."""
@@ -296,7 +402,7 @@ class TableLog:
     def row_count(self, partitions: Iterable[str] | None = None) -> int | None:
         """Rows in this version (of ``partitions`` only, when given), from the files' statistics;
         None without a table or when a file has no statistics."""
-        if self.table is None:
+        if self._table is None:
             return None
         actions = self._add_actions()
         counts = actions.get("num_records", [])
@@ -310,16 +416,37 @@ class TableLog:
 
     def schema_json(self) -> str | None:
         """The table's schema as Delta's JSON (None if there is no table)."""
-        return None if self.table is None else self.table.schema().to_json()
+        return None if self._table is None else self._table.schema().to_json()
 
     def columns(self) -> list[tuple[str, str]]:
         """``(name, type)`` of the table's columns (types as Delta names them); empty without a table."""
-        if self.table is None:
+        if self._table is None:
             return []
-        return [(f.name, str(getattr(f.type, "type", None) or f.type)) for f in self.table.schema().fields]
+        return [(f.name, str(getattr(f.type, "type", None) or f.type)) for f in self._table.schema().fields]
 
     def to_arrow(self, columns: list[str] | None = None) -> pa.Table:
         """This version's rows (the whole table: for small tables and tests)."""
-        if self.table is None:
-            raise WaterlineError(f"table {self.path}: no Delta table there")
-        return self.table.to_pyarrow_table(columns=columns)
+        return self._require().to_pyarrow_table(columns=columns)
+
+    def unreferenced_files(self, *, retention_hours: int) -> list[str]:
+        """Files under the table (relative paths) that no version within ``retention_hours``
+        names and that are older than that: what a vacuum deletes (deltalake's full vacuum,
+        as a dry run: nothing is deleted or committed here)."""
+        return list(self._require().vacuum(retention_hours=retention_hours, dry_run=True,
+                                           enforce_retention_duration=False, full=True))
+
+    def checkpoint_and_clean(self) -> int:
+        """A checkpoint of this version, then the cleanup of log files past the table's log
+        retention (``delta.logRetentionDuration``); the checkpoint's version."""
+        table = self._require()
+        table.create_checkpoint()
+        table.cleanup_metadata()
+        return table.version()
+
+    def add_actions(self) -> pa.Table:
+        """The snapshot's add actions as deltalake flattens them (path, size, partition.*, min.*, ...)."""
+        return pa.table(self._require().get_add_actions(flatten=True))
+
+    def changes(self, start: int, end: int) -> pa.Table:
+        """The change data feed of versions ``start`` to ``end`` (deltalake's ``load_cdf``)."""
+        return pa.table(self._require().load_cdf(starting_version=start, ending_version=end).read_all())
