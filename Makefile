@@ -9,11 +9,12 @@ M2_DEPS := .cache/maven-deps
 # s3proxy (a real S3 server on loopback) for the s3a:// tests; never on Spark's classpath.
 S3PROXY := $(VENV)/share/waterline/s3proxy
 S3PROXY_VERSION := 4.1.0
-# waterline's own JVM classes (jvm/src): compiled against pyspark's jars into the jars folder,
-# so every Spark start (local, cluster, Connect server) has them with the Delta jars.
+# waterline's own JVM classes (jvm/src: the output committer, the conditional S3 LogStore): compiled
+# against pyspark's and the Delta jars into the jars folder, so every Spark start (local, cluster,
+# Connect server) has them with the Delta jars.
 JAVA_SRC := $(wildcard jvm/src/dev/waterline/spark/*.java)
 
-.PHONY: setup test demo bench bench-latency dev airflow lock check-deps clean
+.PHONY: setup test demo bench bench-latency bench-soak dev airflow lock check-deps clean
 
 setup: $(STAMP)
 
@@ -31,7 +32,7 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	$(BIN)/python build/select_jars.py $(M2_DEPS) $(JARS)
 	rm -rf $(VENV)/share/waterline/jvm-classes
 	javac --release 17 -nowarn -d $(VENV)/share/waterline/jvm-classes \
-	    -cp "$$($(BIN)/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/jars/*" $(JAVA_SRC)
+	    -cp "$$($(BIN)/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/jars/*:$(JARS)/*" $(JAVA_SRC)
 	jar cf $(JARS)/waterline-spark.jar -C $(VENV)/share/waterline/jvm-classes .
 	mvn -q -B -f build/delta-jars.pom.xml dependency:copy \
 	    -Dartifact=org.gaul:s3proxy:$(S3PROXY_VERSION):jar:jar-with-dependencies \
@@ -56,6 +57,10 @@ bench: setup
 # Release latency with dagster-daemon + the sensor: cold, pre-armed, warm (docs/benchmarks.md).
 bench-latency: setup
 	$(BIN)/python -m bench.latency
+
+# A day of one-minute releases, `maintain` hourly: first vs last hour's costs (BENCH_SOAK_ARGS="--hours 2": shorter).
+bench-soak: setup
+	$(BIN)/python -m bench.soak $(BENCH_SOAK_ARGS)
 
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.waterline/dagster_home; mkdir -p $$DAGSTER_HOME; \

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
 from waterline.errors import WaterlineError
 
 MASTER_ENV = "WATERLINE_SPARK_MASTER"
@@ -29,6 +29,9 @@ _MASTER_SCHEMES = ("local", "spark://", "yarn", "k8s://", "mesos://")
 ENGINE_SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.databricks.delta.autoCompact.enabled": "false",
+    # Parquet timestamps as INT64 microseconds, not Spark's default INT96, which has no
+    # statistics: tier files then carry event_time bounds consumers skip files by.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 
@@ -76,13 +79,44 @@ class SessionConfig:
         return base
 
     @classmethod
-    def for_spec(cls, spark_spec: Mapping[str, Any] | Any | None) -> SessionConfig:
+    def resolve(cls, *layers: Any, env: bool = True, app_name: str = "waterline") -> SessionConfig:
+        """The one answer to "where does this feed's Spark run?".
+
+        waterline's default (``local[2]``), then each of ``layers`` in order (anything with
+        ``master``, ``remote`` and ``conf``: the spec's ``spark:`` key, an Airflow connection's
+        settings, a Dagster resource's fields, `Feed`'s ``spark=`` argument, as `SparkSettings`),
+        then, with ``env``, ``WATERLINE_SPARK_MASTER`` / ``WATERLINE_SPARK_REMOTE``. A layer
+        that names a master or a remote replaces both (the two never mix); ``conf`` entries add
+        up, later layers winning. None layers are skipped."""
+        config = cls(app_name=app_name)
+        for layer in layers:
+            if layer is None:
+                continue
+            master, remote = getattr(layer, "master", None), getattr(layer, "remote", None)
+            if master or remote:
+                config = replace(config, master=master or DEFAULT_MASTER, remote=remote or None)
+            config = replace(config, conf={**config.conf, **dict(getattr(layer, "conf", None) or {})})
+        return cls.from_env(config) if env else config
+
+    @classmethod
+    def for_spec(cls, spark_spec: Any | None) -> SessionConfig:
         """The config for a feed: its ``spark:`` key (a SparkSpec or None), then the environment."""
-        base = cls()
-        if spark_spec is not None:
-            base = cls(master=spark_spec.master or DEFAULT_MASTER, remote=spark_spec.remote,
-                       conf=dict(spark_spec.conf))
-        return cls.from_env(base)
+        return cls.resolve(spark_spec)
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """One layer of `SessionConfig.resolve`: where Spark runs as some adapter says (None: it
+    does not say)."""
+
+    master: str | None = None
+    remote: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, url: str) -> SparkSettings:
+        """``sc://host:port`` (Spark Connect) or a master URL (``local[4]``, ``spark://...``)."""
+        return cls(remote=url) if url.startswith("sc://") else cls(master=url)
 
 
 def check_master(master: str, where: str) -> str:
@@ -101,23 +135,28 @@ def check_remote(remote: str, where: str) -> str:
     return remote
 
 
+#: waterline's Delta LogStore for S3 (jvm/src): commit files created only if absent, so Spark's
+#: own commits (held creation, MERGE, OPTIMIZE, VACUUM) and waterline's commit writer exclude
+#: each other; Delta's default S3 store would overwrite a commit another writer made.
+CONDITIONAL_LOG_STORE = "dev.waterline.spark.ConditionalS3LogStore"
+
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.delta.logStore.s3a.impl": CONDITIONAL_LOG_STORE,
+    "spark.delta.logStore.s3.impl": CONDITIONAL_LOG_STORE,
 }
 
 LOCAL_DEFAULTS = {
+    **ENGINE_SESSION_CONF,
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.sql.adaptive.enabled": "true",
     "spark.databricks.delta.snapshotPartitions": "2",
-    # Tier and held tables are small per commit; skip auto-compaction surprises.
-    "spark.databricks.delta.autoCompact.enabled": "false",
     "spark.driver.memory": "2g",
     "spark.sql.warehouse.dir": str(Path(".waterline/spark-warehouse").absolute()),
 }
