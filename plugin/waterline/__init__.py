@@ -14,13 +14,16 @@ See DESIGN.md and docs/ for the release semantics; `waterline.semantics` is the 
 """
 
 from waterline.engine.core.due import DueMoments
-from waterline.engine.core.results import FeedPlan, GcResult, IngestResult, ReleaseResult, TierRelease
+from waterline.engine.core.results import (
+    FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseResult, TableMaintenance, TierRelease,
+)
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.core.status import FeedStatus, TierStatus
 from waterline.errors import (
     CommitRaceLost,
     LeaseBusy,
     LeaseLost,
+    OutcomeUnknown,
     SpecError,
     TransientError,
     WaterlineError,
@@ -43,9 +46,12 @@ __all__ = [
     "IngestResult",
     "LeaseBusy",
     "LeaseLost",
+    "MaintainResult",
+    "OutcomeUnknown",
     "PolicyError",
     "ReleaseResult",
     "SpecError",
+    "TableMaintenance",
     "TierRelease",
     "TierState",
     "TierStatus",

@@ -29,13 +29,14 @@ from tqdm import tqdm
 from waterline.clock import Clock, SystemClock, duration_us, format_instant, parse_duration, parse_instant, to_us
 from waterline.engine.core.due import DueMoments, due_moments
 from waterline.engine.core.results import (
-    FeedPlan, GcResult, IngestResult, ReleaseResult, TierAudit, WaterlineHistory,
+    FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseResult, TableSummary, TierAudit, WaterlineHistory,
 )
 from waterline.engine.core.state import TierState
 from waterline.engine.core.status import FeedStatus
-from waterline.engine.log.spark_config import SessionConfig
+# Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
+from waterline.engine.log.spark_config import SessionConfig, SparkSettings, check_master, check_remote
 from waterline.engine.log.status import read_feed_status, waterline_history
-from waterline.engine.log.table_log import TableLog
+from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
 from waterline.policy import check_policy_columns, compile_policy
 from waterline.spec import FeedSpec, load_spec
@@ -92,8 +93,8 @@ class Feed:
         self._jvm_log_taken = False
         self._session: Any = None
         self._config: SessionConfig | None = None
-        if isinstance(spark, str):
-            self._config = SessionConfig(remote=spark) if spark.startswith("sc://") else SessionConfig(master=spark)
+        if isinstance(spark, str):  # this feed's Spark, whatever the spec and environment say
+            self._config = SessionConfig.resolve(spec.spark, SparkSettings.parse(spark), env=False)
         elif isinstance(spark, SessionConfig):
             self._config = spark
         else:
@@ -183,21 +184,25 @@ class Feed:
         waits for it (the question the Dagster sensor and the Airflow trigger ask)."""
         return due_moments(self.spec, self.status())
 
-    def read(self, tier: str, as_of: int | str | datetime | None = None,
-             columns: list[str] | None = None) -> pa.Table:
+    def read(self, tier: str, as_of: Instant | None = None, columns: list[str] | None = None, *,
+             version: int | None = None) -> pa.Table:
         """What tier ``tier`` holds, as a pyarrow Table (read with ``deltalake``, no Spark).
 
-        ``as_of``: None for now; an ``int`` tier table version; an instant (ISO-8601
-        text or a datetime) for what the tier showed when its W_T was at that instant
-        (the newest retained version whose W_T is at or before it).
+        ``as_of``: an instant (µs, ISO-8601 text or a datetime, as `release` takes it): what the
+        tier showed when its W_T was at that instant (the newest retained version whose W_T is
+        at or before it). ``version``: a table version instead. Neither: the tier now.
         """
+        if as_of is not None and version is not None:
+            raise WaterlineError(f"feed {self.name}: read: give as_of (an instant) or version (a table version), not both")
         path = self.tier_path(tier)
-        if as_of is None:
-            log = TableLog.open(path)
-        elif isinstance(as_of, int) and not isinstance(as_of, bool):
-            log = TableLog.open(path, version=as_of)
-        else:
+        if version is not None:
+            if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+                raise WaterlineError(f"feed {self.name}: read version={version!r}: expected a table version (int >= 0)")
+            log = TableLog.open(path, version=version)
+        elif as_of is not None:
             log = TableLog.open(path, version=self._version_at(tier, self._instant(as_of, "as_of")))
+        else:
+            log = TableLog.open(path)
         if not log.exists:
             raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: ingest a partition first")
         return log.to_arrow(columns)
@@ -216,13 +221,33 @@ class Feed:
             raise WaterlineError(f"feed {self.name}: changes since={since!r}: expected a table version (int >= 0)")
         start = 0 if since is None else since
         if start > log.version:  # nothing since: an empty table with the feed's columns
-            return pa.table(log.table.load_cdf(starting_version=log.version, ending_version=log.version)
-                            .read_all()).slice(0, 0)
+            return log.changes(log.version, log.version).slice(0, 0)
         try:
-            return pa.table(log.table.load_cdf(starting_version=start, ending_version=log.version).read_all())
+            return log.changes(start, log.version)
         except Exception as exc:  # deltalake: CDF not enabled, or versions cleaned up
             first = (str(exc).strip().splitlines() or [""])[0]
             raise WaterlineError(f"feed {self.name}: tier {tier}: no change data since version {start}: {first}") from None
+
+    def table_summary(self, table: str, *, partitions: list[str] | None = None) -> TableSummary:
+        """``"held"``, ``"quarantine"`` or a tier: where it lives, its columns and its row count
+        (of ``partitions`` only, when given), from the Delta log alone (no Spark)."""
+        path = self._table_path(table)
+        log = TableLog.open(path)
+        return TableSummary(path=path, exists=log.exists, columns=tuple(log.columns()),
+                            row_count=log.row_count(partitions))
+
+    def quarantined(self, columns: list[str] | None = None) -> pa.Table | None:
+        """The rows ingests quarantined (with ``_wl_partition`` and ``_wl_reason``), or None when
+        nothing was ever quarantined (no table). No Spark."""
+        log = TableLog.open(self.spec.quarantine_path)
+        return log.to_arrow(columns) if log.exists else None
+
+    def _table_path(self, table: str) -> str:
+        if table == "held":
+            return self.spec.held_path
+        if table == "quarantine":
+            return self.spec.quarantine_path
+        return self.tier_path(table)
 
     def waterline_history(self, tier: str) -> WaterlineHistory:
         """W_T over the tier's retained commits (the monotonic-waterline invariant), no Spark."""
@@ -314,10 +339,18 @@ class Feed:
             out[tier], plans = room.audit_tier(self.spark, self.spec, self._tier(tier), clock=self.clock, plans=plans)
         return out
 
+    def maintain(self, tier: str | None = None) -> MaintainResult:
+        """Keep the tables flat as the feed ages, under the feed lease: compact each tier's small
+        files (no change-feed rows), vacuum files past ``maintenance.time_travel``, checkpoint
+        and clean the log, delete stages that never committed. ``tier``: only that tier
+        (default: every tier and the held table)."""
+        tiers = None if tier is None else [self._tier(tier)]
+        return _spark_room().maintain(self.spark, self.spec, tiers=tiers)
+
     def gc(self) -> GcResult:
         """Drop held versions that can never change a tier again, compact the held table, and
         delete the files of pre-staged releases that never committed (after a grace period)."""
-        return _spark_room().gc(self.spark, self.spec, clock=self.clock)
+        return _spark_room().gc(self.spark, self.spec)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -342,4 +375,4 @@ def _waited(result: ReleaseResult, due_us: int, reached: bool) -> ReleaseResult:
     return replace(result, waited_for_us=due_us, reached=reached)
 
 
-__all__ = ["Feed", "Instant", "load"]
+__all__ = ["Feed", "Instant", "SessionConfig", "SparkSettings", "check_master", "check_remote", "load"]

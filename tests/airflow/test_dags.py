@@ -18,14 +18,19 @@ def _demo_specs():
     return {p.stem: load_spec(p, base_dir=REPO) for p in sorted((REPO / "dags" / "feeds").glob("*.yaml"))}
 
 
-def test_the_demo_dag_file_parses_into_an_ingest_and_a_release_dag_per_feed():
+def test_the_demo_dag_file_parses_into_an_ingest_a_release_and_a_maintain_dag_per_feed():
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["indicators_ingest", "indicators_release", "ticks_ingest", "ticks_release"]
+    assert sorted(bag.dag_ids) == ["indicators_ingest", "indicators_maintain", "indicators_release",
+                                   "ticks_ingest", "ticks_maintain", "ticks_release"]
     ingest, release = bag.dags["ticks_ingest"], bag.dags["ticks_release"]
     assert [t.task_id for t in ingest.tasks] == ["ingest"] and [t.task_id for t in release.tasks] == ["release"]
+    maintain = bag.dags["ticks_maintain"]
+    assert [t.task_id for t in maintain.tasks] == ["maintain"] and maintain.max_active_runs == 1
+    assert type(maintain.timetable).__name__ == "CronTriggerTimetable"
+    assert maintain.timetable.expression == "0 * * * *"  # the spec's default maintenance.every: hourly
     assert type(release.timetable).__name__ == "ContinuousTimetable" and release.max_active_runs == 1
     spec = _demo_specs()["ticks"]
     assert ingest.start_date == datetime.strptime(spec.partitions.start, "%Y-%m-%d").replace(tzinfo=UTC)

@@ -70,6 +70,7 @@ def _summary(defs) -> dict:
         "checks": sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys),
         "jobs": sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")),
         "sensors": sorted((s.name, s.minimum_interval_seconds) for s in repo.sensor_defs),
+        "schedules": sorted((s.name, s.cron_schedule) for s in repo.schedule_defs),
     }
 
 
@@ -100,8 +101,9 @@ def test_scaffolded_component_builds_the_spec_definitions(project):
     assert summary["assets"]["ticks/held"]["partitions"] == "DailyPartitionsDefinition"
     assert summary["assets"]["ticks/held"]["first"] == "2026-01-05"
     assert summary["assets"]["ticks/delayed_15m"]["deps"] == ["ticks/held"]
-    assert summary["jobs"] == ["ticks_ingest", "ticks_release"]
+    assert summary["jobs"] == ["ticks_ingest", "ticks_maintain", "ticks_release"]
     assert summary["sensors"] == [("ticks_release_sensor", 30)]
+    assert summary["schedules"] == [("ticks_maintain_schedule", "0 * * * *")]
 
     component = ReleaseFeed.from_attributes_dict(attributes=document["attributes"])
     assert component.feed_spec(base_dir=project) == load_spec(TICKS, base_dir=project)
@@ -134,3 +136,27 @@ def test_bad_attributes_fail_with_the_spec_error(project):
         cause = cause.__cause__ or cause.__context__
     assert cause is not None, info.value
     assert str(cause).startswith("spec ") and "defs.yaml: partitions.weekly: unknown key" in str(cause)
+
+
+def test_a_component_subclass_brings_its_own_translator(project):
+    """The translator hook of the Component: a subclass's `get_translator` shapes the asset
+    specs, as `definitions_from_specs(translator=)` does."""
+    import dagster as dg
+
+    package = project / "src" / "wl_dg_proj"
+    (package / "grouped.py").write_text(
+        "from waterline.dagster import ReleaseFeed, WaterlineTranslator\n\n\n"
+        "class Grouped(WaterlineTranslator):\n"
+        "    def get_group_name(self, spec):\n"
+        "        return 'market_data'\n\n\n"
+        "class GroupedFeed(ReleaseFeed):\n"
+        "    def get_translator(self):\n"
+        "        return Grouped()\n"
+    )
+    folder = package / "defs" / "ticks_grouped"
+    folder.mkdir()
+    attributes = yaml.safe_load(TICKS.read_text())
+    (folder / "defs.yaml").write_text(yaml.safe_dump({"type": "wl_dg_proj.grouped.GroupedFeed", "attributes": attributes}))
+    summary = _summary(dg.load_from_defs_folder(path_within_project=project))
+    assert {a["group"] for a in summary["assets"].values()} == {"market_data"}
+    assert summary["jobs"] == ["ticks_ingest", "ticks_maintain", "ticks_release"]

@@ -113,7 +113,7 @@ def test_release_job_materializes_tiers_and_checks_pass(env):
     result = defs.get_job_def("f_release").execute_in_process(instance=instance)
     assert result.success
     rt, emb = _materializations(result, RT)[0], _materializations(result, EMB)[0]
-    from waterline.engine.log.table_log import TableLog
+    from waterline.engine.delta.table_log import TableLog
 
     w = TableLog.open(feed.tier_path("emb")).tier_state().w
     assert emb.tags["dagster/data_version"] == str(w)
@@ -268,3 +268,33 @@ def test_an_ingest_failing_on_bad_data_fails_the_step_with_the_cli_one_line_mess
     description = failure.user_failure_data.description
     assert description.startswith("feed f: partition a: [CAST_INVALID_INPUT]"), description
     assert "\n" not in description and "hint: use try_cast" in description
+
+
+def test_the_maintain_job_keeps_the_tables_and_runs_hourly(spark, tmp_path):
+    """``f_maintain`` (scheduled by ``f_maintain_schedule``) runs `Feed.maintain` in-process: each
+    tier's releases leave one file per partition after it, its rows untouched."""
+    from waterline import Feed
+    from waterline.dagster import definitions_from_specs
+
+    feed_spec = make_feed(tmp_path)
+    for partition in "ab":
+        write_partition(tmp_path, partition, rows(partition))
+    feed = Feed(feed_spec, spark=spark)
+    feed.ingest("a")
+    feed.release()
+    feed.ingest("b")
+    feed.release()
+    write_partition(tmp_path, "a", [*rows("a"), *rows("c")])  # more rows of partition a: a second file there
+    feed.ingest("a")
+    feed.release()
+    before = feed.read("rt").sort_by("id").to_pylist()
+    defs = definitions_from_specs([feed_spec])
+    schedule = defs.get_schedule_def("f_maintain_schedule")
+    assert schedule.cron_schedule == "0 * * * *" and schedule.job_name == "f_maintain"
+    result = defs.get_job_def("f_maintain").execute_in_process(
+        instance=DagsterInstance.ephemeral(), resources={"waterline": defs.resources["waterline"]})
+    assert result.success
+    [output] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    metadata = {k: v.value for k, v in output.event_specific_data.metadata.items()}
+    assert metadata["rt compacted"] >= 2 and metadata["rt files"] == 2  # partitions a and b
+    assert feed.read("rt").sort_by("id").to_pylist() == before

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from waterline.spec import format_duration
-from waterline.spec.durations import parse_duration
+from waterline.clock import duration_text as format_duration
+from waterline.clock import parse_duration
 
 
 @pytest.mark.parametrize(

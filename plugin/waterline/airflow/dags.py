@@ -10,6 +10,10 @@ Its task's outlet is the held table's asset.
 one ends) whose one deferrable task waits in the triggerer for the feed's next
 due moment, then releases; its outlets are the tier assets. The names match the
 Dagster job ``<feed>_release`` and assets ``[feed, tier]``.
+
+``<feed>_maintain``: on the spec's ``maintenance.every`` (hourly by default), one
+task compacts, vacuums, checkpoints and cleans the feed's tables under the feed
+lease, as the Dagster job ``<feed>_maintain`` does.
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Union
 
-from airflow.sdk import DAG, CronDataIntervalTimetable
+from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
 
 from waterline.airflow.hooks import WaterlineHook
-from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator
+from waterline.airflow.operators import WaterlineIngestOperator, WaterlineMaintainOperator, WaterlineReleaseOperator
 from waterline.spec import FeedSpec
 from waterline.spec.loader import load_feed_specs
 from waterline.spec.partitions import DAILY_FORMAT, HOURLY_FORMAT
@@ -39,6 +43,10 @@ def ingest_dag_id(spec: FeedSpec) -> str:
 
 def release_dag_id(spec: FeedSpec) -> str:
     return f"{spec.feed}_release"
+
+
+def maintain_dag_id(spec: FeedSpec) -> str:
+    return f"{spec.feed}_maintain"
 
 
 def dags_from_specs(
@@ -66,8 +74,11 @@ def dags_from_specs(
         ingest = ingest_dag(spec, catchup=catchup, default_args=default_args, waterline_conn_id=waterline_conn_id)
         release = release_dag(spec, is_paused_upon_creation=release_paused, default_args=default_args,
                               waterline_conn_id=waterline_conn_id, **(release_options or {}))
+        maintain = maintain_dag(spec, is_paused_upon_creation=release_paused, default_args=default_args,
+                                waterline_conn_id=waterline_conn_id)
         dags[ingest.dag_id] = ingest
         dags[release.dag_id] = release
+        dags[maintain.dag_id] = maintain
     return dags
 
 
@@ -124,6 +135,30 @@ def release_dag(
         doc_md=_doc(spec),
     ) as dag:
         WaterlineReleaseOperator(task_id="release", spec=spec, waterline_conn_id=waterline_conn_id, **operator_options)
+    return dag
+
+
+def maintain_dag(
+    spec: FeedSpec,
+    *,
+    is_paused_upon_creation: bool | None = None,
+    default_args: dict[str, Any] | None = None,
+    waterline_conn_id: str | None = WaterlineHook.default_conn_name,
+) -> DAG:
+    """``<feed>_maintain``: every ``maintenance.every``, one task maintaining the feed's tables."""
+    with DAG(
+        dag_id=maintain_dag_id(spec),
+        description=f"Compact, vacuum, checkpoint and clean feed {spec.feed}'s tables.",
+        schedule=CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"),
+        start_date=datetime(2020, 1, 1, tzinfo=timezone.utc),
+        catchup=False,
+        max_active_runs=1,
+        tags=[*TAGS, spec.feed],
+        default_args={**DEFAULT_ARGS, **(default_args or {})},
+        is_paused_upon_creation=is_paused_upon_creation,
+        doc_md=_doc(spec),
+    ) as dag:
+        WaterlineMaintainOperator(task_id="maintain", spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
 
 

@@ -29,9 +29,8 @@ from typing import Any
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from waterline.engine.log.spark_config import DEFAULT_MASTER, SessionConfig, check_master, check_remote
 from waterline.errors import WaterlineError
-from waterline.feed import Feed
+from waterline.feed import Feed, SessionConfig, SparkSettings, check_master, check_remote
 from waterline.spec import FeedSpec, load_spec
 
 APP_NAME = "waterline-airflow"
@@ -84,13 +83,9 @@ class WaterlineHook(BaseHook):
     def session_config(self, spec: FeedSpec) -> SessionConfig:
         """Where ``spec``'s Spark runs: the spec, then the connection, then the environment."""
         settings = self.get_conn()
-        spark = spec.spark
-        master = (spark.master if spark is not None else None) or DEFAULT_MASTER
-        remote = spark.remote if spark is not None else None
-        if settings.get("master") or settings.get("remote"):  # a remote and a master never mix
-            master, remote = settings.get("master") or DEFAULT_MASTER, settings.get("remote")
-        conf = {**(dict(spark.conf) if spark is not None else {}), **settings.get("conf", {})}
-        return SessionConfig.from_env(SessionConfig(master=master, remote=remote, conf=conf, app_name=APP_NAME))
+        connection = SparkSettings(master=settings.get("master"), remote=settings.get("remote"),
+                                   conf=settings.get("conf", {}))
+        return SessionConfig.resolve(spec.spark, connection, app_name=APP_NAME)
 
     # -- feeds -------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Airflow operators over `waterline.Feed`: ingest partitions, release tiers.
+"""Airflow operators over `waterline.Feed`: ingest partitions, release tiers, maintain tables.
 
 Thin adapters: a `WaterlineHook` hands each task a `Feed` (Spark settings from
 the ``waterline`` connection, the spec's ``spark:`` key and the environment),
@@ -95,6 +95,27 @@ class WaterlineIngestOperator(_FeedOperator):
                        "versions_written": sum(r["versions_written"] for r in done),
                        "seq": max((r["seq"] for r in done if r["seq"] is not None), default=None)}
         return done
+
+
+class WaterlineMaintainOperator(_FeedOperator):
+    """Maintain a feed's tables (`waterline.Feed.maintain`): compact, vacuum, checkpoint and
+    clean the log, delete stages that never committed. ``tier``: only that tier (default:
+    every tier and the held table). Returns what it did per table (XCom)."""
+
+    template_fields: Sequence[str] = ("tier",)
+
+    def __init__(self, *, spec: FeedSpec, tier: str | None = None, **kwargs: Any) -> None:
+        super().__init__(spec=spec, **kwargs)
+        self.tier = tier
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        feed = self.get_feed()
+        with airflow_failures(self.log):
+            self._start_spark(feed)
+            result = feed.maintain(self.tier)
+        for table in result.tables.values():
+            self.log.info(table.summary(result.feed))
+        return result.to_dict()
 
 
 class WaterlineReleaseOperator(_FeedOperator):

@@ -165,6 +165,22 @@ def gc(spec: str) -> None:
 
 
 @cli.command()
+@click.argument("spec")
+@click.option("--tier", "tier", help="Only this tier (default: every tier and the held table).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def maintain(spec: str, tier: str | None, as_json: bool) -> None:
+    """Compact small files, vacuum files past the spec's maintenance.time_travel, checkpoint
+    and clean the log, and delete stages that never committed; under the feed lease."""
+    feed = _feed(spec)
+    result = feed.maintain(_tier(feed, tier) if tier else None)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    for table in result.tables.values():
+        click.echo(table.summary(result.feed))
+
+
+@cli.command()
 @click.option("--root", default=".waterline/demo", show_default=True, help="Folder for the demo's data and tables.")
 def demo(root: str) -> None:
     """The whole story on local data: two feeds, ingests, releases stepped through time."""

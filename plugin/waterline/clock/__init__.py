@@ -15,6 +15,7 @@ from waterline.clock.calendars import (
 from waterline.clock.durations import (
     ClockError,
     TimeParseError,
+    duration_text,
     duration_us,
     format_duration,
     format_instant,
@@ -39,6 +40,7 @@ __all__ = [
     "WaterlineMode",
     "advance",
     "business_calendar",
+    "duration_text",
     "duration_us",
     "format_duration",
     "format_instant",

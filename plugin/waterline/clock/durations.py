@@ -210,6 +210,29 @@ def format_instant(us: int) -> str:
     return text + "Z"
 
 
+# Largest first, so `duration_text` picks the coarsest unit that divides exactly.
+_TEXT_UNITS = (
+    ("day", 86_400_000_000),
+    ("hour", 3_600_000_000),
+    ("minute", 60_000_000),
+    ("second", 1_000_000),
+    ("millisecond", 1_000),
+    ("microsecond", 1),
+)
+
+
+def duration_text(value: timedelta) -> str:
+    """A duration as a spec writes it, which `parse_duration` reads back: ``"15 minutes"``."""
+    micros = duration_us(value)
+    if micros == 0:
+        return "0 seconds"
+    for name, size in _TEXT_UNITS:
+        if micros % size == 0:
+            count = micros // size
+            return f"{count} {name}" if count == 1 else f"{count} {name}s"
+    raise AssertionError("unreachable: microseconds divide every duration")
+
+
 def format_duration(us: int) -> str:
     """Short human text for a duration in µs: ``1d 2h 3m 4s``, ``250ms``, ``0s``."""
     sign, us = ("-", -us) if us < 0 else ("", us)

@@ -54,7 +54,7 @@ def build_held_asset(spec: FeedSpec, translator: WaterlineTranslator, *, resourc
                 results.append(result)
             return MaterializeResult(
                 asset_key=held.key,
-                metadata=md.ingest_metadata(spec, results, feed.status(), seconds=time.monotonic() - started),
+                metadata=md.ingest_metadata(feed, results, feed.status(), seconds=time.monotonic() - started),
             )
 
     return _held
@@ -98,7 +98,7 @@ def build_tier_assets(spec: FeedSpec, translator: WaterlineTranslator, *, resour
             yield MaterializeResult(
                 asset_key=specs[tier].key,
                 data_version=None if tier_result.w_us is None else DataVersion(str(tier_result.w_us)),
-                metadata=md.release_metadata(spec, tier, tier_result, now_us=now, seconds=seconds)
+                metadata=md.release_metadata(feed, tier, tier_result, now_us=now, seconds=seconds)
                 | lag_metadata(due_us, now, tier_result, lags),
             )
 

@@ -31,7 +31,6 @@ from waterline.dagster.metadata import check_metadata, timestamp
 from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource
 from waterline.dagster.translator import HELD, WaterlineTranslator
 from waterline.engine.core.results import TierAudit, WaterlineHistory
-from waterline.engine.log.table_log import TableLog
 from waterline.feed import Feed
 from waterline.spec import FeedSpec
 
@@ -193,12 +192,11 @@ def monotonic_result(asset_key: AssetKey, history: WaterlineHistory) -> AssetChe
 
 def quarantine_result(spec: FeedSpec) -> AssetCheckResult:
     path = spec.quarantine_path
-    log = TableLog.open(path)
-    if not log.exists:
+    arrow = Feed(spec).quarantined(["_wl_partition", "_wl_reason"])  # the log alone: no Spark
+    if arrow is None:
         return AssetCheckResult(passed=True, severity=AssetCheckSeverity.WARN,
                                 description="no quarantine table (nothing was ever quarantined)",
                                 metadata={"quarantined": MetadataValue.int(0)})
-    arrow = log.to_arrow(["_wl_partition", "_wl_reason"])
     count = arrow.num_rows
     meta: dict[str, Any] = {"quarantined": MetadataValue.int(count), "dagster/uri": MetadataValue.path(path)}
     if count:

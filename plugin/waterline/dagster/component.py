@@ -34,6 +34,7 @@ from dagster.components.scaffold.scaffold import Scaffolder, ScaffoldRequest, sc
 from pydantic import BaseModel, Field, create_model
 
 from waterline.dagster.definitions import definitions_from_specs
+from waterline.dagster.translator import WaterlineTranslator
 from waterline.spec import FeedSpec, spec_from_dict
 from waterline.spec.schema import SPEC_KEYS, SpecKey
 
@@ -93,13 +94,18 @@ class _ReleaseFeedBase(Component, Model, Resolvable):
     def feed_spec(self, base_dir: str | Path | None = None, spec_file: str | None = None) -> FeedSpec:
         return spec_from_dict(self.spec_dict(), base_dir=base_dir, spec_file=spec_file)
 
+    def get_translator(self) -> WaterlineTranslator:
+        """How the feed's tables map to Dagster asset specs; override in a subclass of the
+        Component to customise keys, groups or metadata (as `definitions_from_specs(translator=)`)."""
+        return WaterlineTranslator()
+
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         origin = None
         for name in ("defs.yaml", "defs.yml"):
             if (context.path / name).exists():
                 origin = str(context.path / name)
         spec = self.feed_spec(base_dir=context.project_root, spec_file=origin)
-        return definitions_from_specs([spec])
+        return definitions_from_specs([spec], translator=self.get_translator())
 
 
 def _field(key: SpecKey) -> tuple[Any, Any]:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Union
 
 from dagster import (
     AssetSelection,
+    DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
     ExecutorDefinition,
@@ -17,11 +18,12 @@ from dagster import (
 
 from waterline.dagster.assets import build_held_asset, build_tier_assets
 from waterline.dagster.checks import build_quarantine_check, build_tier_checks
+from waterline.dagster.maintenance import build_maintain_job, build_maintain_schedule
 from waterline.dagster.sensors import build_release_sensor, release_job_name
 from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource, default_resource, from_pyspark_resource
 from waterline.dagster.translator import HELD, WaterlineTranslator
-from waterline.engine.log.spark_config import SessionConfig
 from waterline.errors import WaterlineError
+from waterline.feed import SessionConfig
 from waterline.spec import FeedSpec
 from waterline.spec.loader import load_feed_specs
 
@@ -50,9 +52,10 @@ def definitions_from_specs(
 
     Per feed: the partitioned asset ``[feed, "held"]`` (ingest; single-run
     backfills), one asset ``[feed, tier]`` per tier (release, DataVersion =
-    W_T), the jobs ``<feed>_release`` (all tiers) and ``<feed>_ingest``
-    (partitioned, for ``dagster job backfill``), the sensor
-    ``<feed>_release_sensor`` and the asset checks. Runs get their `waterline.Feed`
+    W_T), the jobs ``<feed>_release`` (all tiers), ``<feed>_ingest``
+    (partitioned, for ``dagster job backfill``) and ``<feed>_maintain``, the sensor
+    ``<feed>_release_sensor``, the schedule ``<feed>_maintain_schedule`` (started
+    with the sensor: ``default_sensor_status``) and the asset checks. Runs get their `waterline.Feed`
     from the ``waterline`` resource: ``resource`` if given, else a shared
     `WaterlineResource` following the specs' ``spark:`` key and the environment
     (``pyspark``, a dagster-pyspark ``PySparkResource``, is still accepted: its
@@ -72,7 +75,7 @@ def definitions_from_specs(
     if resource is None:
         resource = from_pyspark_resource(pyspark) if pyspark is not None else default_resource(_session_config(specs))
 
-    assets, checks, jobs, sensors = [], [], [], []
+    assets, checks, jobs, sensors, schedules = [], [], [], [], []
     for spec in specs:
         held = build_held_asset(spec, translator, resource_key=RESOURCE_KEY)
         tiers = build_tier_assets(spec, translator, resource_key=RESOURCE_KEY)
@@ -96,13 +99,17 @@ def definitions_from_specs(
             description=f"Ingest partitions of feed {spec.feed} into its held table (one run per partition).",
             tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},
         )
-        jobs += [release_job, ingest_job]
+        maintain_job = build_maintain_job(spec, resource_key=RESOURCE_KEY)
+        jobs += [release_job, ingest_job, maintain_job]
         sensors.append(build_release_sensor(spec, job=release_job, default_status=default_sensor_status))
+        schedules.append(build_maintain_schedule(spec, maintain_job, default_status=DefaultScheduleStatus(
+            default_sensor_status.value)))
     return Definitions(
         assets=assets,
         asset_checks=checks,
         jobs=jobs,
         sensors=sensors,
+        schedules=schedules,
         resources={RESOURCE_KEY: resource},
         executor=executor,
     )

@@ -8,9 +8,8 @@ from dagster import MetadataValue, TableColumn, TableSchema
 
 from waterline.engine.core.results import IngestResult, TierRelease
 from waterline.engine.core.status import FeedStatus
-from waterline.engine.log.table_log import TableLog
+from waterline.feed import Feed
 from waterline.semantics import NEG_INF, POS_INF
-from waterline.spec import FeedSpec
 
 
 def timestamp(us: int | None, *, now_us: int | None = None):
@@ -29,21 +28,20 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
-def table_metadata(path: str, *, partitions: Sequence[str] | None = None) -> dict[str, Any]:
+def table_metadata(feed: Feed, table: str, *, partitions: Sequence[str] | None = None) -> dict[str, Any]:
     """``dagster/uri``, ``dagster/column_schema`` and ``dagster/row_count`` (of ``partitions``
-    only, when given) of a Delta table, from its log."""
-    log = TableLog.open(path)
-    out: dict[str, Any] = {"dagster/uri": MetadataValue.path(path)}
-    if log.exists:
-        out["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=n, type=t) for n, t in log.columns()])
-    count = log.row_count(partitions)
-    if count is not None:
-        out["dagster/row_count"] = MetadataValue.int(count)
+    only, when given) of one of the feed's tables, from its log."""
+    summary = feed.table_summary(table, partitions=list(partitions) if partitions is not None else None)
+    out: dict[str, Any] = {"dagster/uri": MetadataValue.path(summary.path)}
+    if summary.exists:
+        out["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=n, type=t) for n, t in summary.columns])
+    if summary.row_count is not None:
+        out["dagster/row_count"] = MetadataValue.int(summary.row_count)
     return out
 
 
 def ingest_metadata(
-    spec: FeedSpec, results: Sequence[IngestResult], state: FeedStatus, *, seconds: float
+    feed: Feed, results: Sequence[IngestResult], state: FeedStatus, *, seconds: float
 ) -> dict[str, Any]:
     """One materialization of ``[feed, "held"]`` covering one or more partitions."""
     def total(field: str) -> int:
@@ -69,7 +67,7 @@ def ingest_metadata(
     _put(out, "next_due", timestamp(min(dues), now_us=state.now_us) if dues else None)
     if state.event_w_us is not None:
         _put(out, "event_waterline", timestamp(state.event_w_us))
-    out.update(table_metadata(spec.held_path, partitions=[r.partition for r in results]))
+    out.update(table_metadata(feed, "held", partitions=[r.partition for r in results]))
     if len(results) > 1:
         out["per_partition"] = MetadataValue.json(
             {r.partition: {k: v for k, v in r.to_dict().items() if k not in ("feed", "partition")} for r in results}
@@ -78,7 +76,7 @@ def ingest_metadata(
 
 
 def release_metadata(
-    spec: FeedSpec, tier: str, result: TierRelease, *, now_us: int, seconds: float
+    feed: Feed, tier: str, result: TierRelease, *, now_us: int, seconds: float
 ) -> dict[str, Any]:
     """One materialization of ``[feed, tier]``: W_T and what the release did."""
     w = result.w_us
@@ -99,10 +97,10 @@ def release_metadata(
         "changed": MetadataValue.bool(bool(result.changed)),
         "seq": MetadataValue.int(int(result.seq)),
         "release_seconds": MetadataValue.float(round(seconds, 3)),
-        "policy": MetadataValue.text(spec.tiers[tier]),
+        "policy": MetadataValue.text(feed.tiers[tier]),
     })
     _put(out, "next_due", timestamp(result.next_due_us, now_us=now_us))
-    out.update(table_metadata(spec.tier_path(tier)))
+    out.update(table_metadata(feed, tier))
     return out
 
 

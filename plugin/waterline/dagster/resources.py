@@ -16,7 +16,7 @@ from typing import Any
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from waterline.engine.log.spark_config import SessionConfig
+from waterline.feed import SessionConfig, SparkSettings
 from waterline.feed import Feed
 from waterline.spec import FeedSpec
 
@@ -57,10 +57,8 @@ class WaterlineResource(ConfigurableResource):
 
     def session_config(self) -> SessionConfig:
         """Where the feeds of this resource run Spark."""
-        if self.spark_remote:
-            return SessionConfig(remote=self.spark_remote, conf=self.spark_conf, app_name="waterline-dagster")
-        return SessionConfig(master=self.spark_master or SessionConfig().master, conf=self.spark_conf,
-                             app_name="waterline-dagster")
+        settings = SparkSettings(master=self.spark_master, remote=self.spark_remote, conf=self.spark_conf)
+        return SessionConfig.resolve(settings, env=False, app_name="waterline-dagster")
 
     def get_feed(self, spec: FeedSpec, *, spark: Any = None) -> Feed:
         """The `Feed` of ``spec`` for this run; ``spark`` (a running session) overrides the resource's Spark."""

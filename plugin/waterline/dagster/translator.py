@@ -24,8 +24,9 @@ KINDS = {"spark", "delta"}
 class WaterlineTranslator:
     """Maps a feed's tables to Dagster asset specs.
 
-    Subclass and pass an instance to ``definitions_from_specs(..., translator=)``
-    or the ``ReleaseFeed`` Component. ``table`` is ``"held"`` or a tier name. Job,
+    Subclass and pass an instance to ``definitions_from_specs(..., translator=)``, or
+    return one from ``get_translator`` in a subclass of the ``ReleaseFeed`` Component.
+    ``table`` is ``"held"`` or a tier name. Job,
     sensor and check names keep the feed name (``<feed>_release``,
     ``<feed>_release_sensor``) whatever the keys are.
     """

@@ -34,7 +34,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from waterline.engine.log import storage
+from waterline.engine.delta import storage
+from waterline.errors import WaterlineError
 from waterline.sharing import endpoints as E
 from waterline.sharing import protocol as P
 from waterline.sharing.files import ROUTE as FILE_ROUTE
@@ -66,6 +67,13 @@ class SharingServer:
 
     def __post_init__(self) -> None:
         self.feeds = {spec.feed: spec for spec in self.specs}
+        for spec in self.specs:  # a signed URL must not outlive the files maintenance keeps
+            keep = spec.maintenance.time_travel_us // 1_000_000
+            if self.url_ttl_seconds > keep:
+                raise WaterlineError(
+                    f"feed {spec.feed}: --url-ttl {self.url_ttl_seconds}s is longer than its maintenance.time_travel "
+                    f"({keep}s): `waterline maintain` could delete files a signed URL still names; shorten the "
+                    "URL lifetime or lengthen time_travel")
         self.signer = FileSigner(self.key, self.url_ttl_seconds)
         self._s3 = None
         self._s3_lock = threading.Lock()

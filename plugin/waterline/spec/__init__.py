@@ -20,7 +20,6 @@ This package imports no Spark and no Dagster.
 """
 
 from waterline.errors import SpecError
-from waterline.spec.durations import format_duration
 from waterline.spec.loader import deep_merge, load_spec, load_specs, spec_from_dict
 from waterline.spec.model import (
     DEFAULT_SOURCE,
@@ -28,6 +27,7 @@ from waterline.spec.model import (
     SOURCE_FORMATS,
     WATERLINE_MODES,
     FeedSpec,
+    MaintenanceSpec,
     SourceSpec,
     WaterlineSpec,
 )
@@ -39,12 +39,12 @@ __all__ = [
     "SOURCE_FORMATS",
     "WATERLINE_MODES",
     "FeedSpec",
+    "MaintenanceSpec",
     "PartitionScheme",
     "SourceSpec",
     "SpecError",
     "WaterlineSpec",
     "deep_merge",
-    "format_duration",
     "load_spec",
     "load_specs",
     "spec_from_dict",

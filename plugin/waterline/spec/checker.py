@@ -11,10 +11,11 @@ import re
 from typing import Any, Iterable, Mapping
 
 from waterline.errors import SpecError
-from waterline.spec.durations import parse_duration
+from waterline.clock import parse_duration
 
 SOURCE_KEYS = ("format", "path", "options")
 WATERLINE_KEYS = ("mode", "lateness", "idle_after")
+MAINTENANCE_KEYS = ("time_travel", "every")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_NAME_LENGTH = 40
 # Output columns are used unquoted in generated SQL; `_wl_` is reserved for system columns.

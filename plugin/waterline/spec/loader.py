@@ -20,6 +20,7 @@ from waterline.spec.model import DEFAULT_LEAD_SECONDS, LATE_POLICIES, FeedSpec
 from waterline.spec.schema import REQUIRED_KEYS, TOP_LEVEL_KEYS
 from waterline.spec.sections import (
     parse_audiences,
+    parse_maintenance,
     parse_partitions,
     parse_sources,
     parse_tiers,
@@ -113,6 +114,7 @@ def spec_from_dict(
         description=description,
         spark=parse_spark(check, data["spark"]) if data.get("spark") is not None else None,
         audiences=parse_audiences(check, data.get("audiences"), tiers),
+        maintenance=parse_maintenance(check, data.get("maintenance")),
         spec_file=spec_file,
         base_dir=base,
     )

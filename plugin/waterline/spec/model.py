@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from waterline.errors import SpecError
-from waterline.spec.durations import format_duration
+from waterline.clock import duration_text
 from waterline.spec.partitions import PartitionScheme
 from waterline.spec.spark import SparkSpec
 
@@ -86,10 +86,52 @@ class WaterlineSpec:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mode": self.mode}
         if self.mode == "event":
-            out["lateness"] = format_duration(self.lateness)
+            out["lateness"] = duration_text(self.lateness)
             if self.idle_after is not None:
-                out["idle_after"] = format_duration(self.idle_after)
+                out["idle_after"] = duration_text(self.idle_after)
         return out
+
+
+#: The shortest `maintenance.time_travel`: a vacuum must never delete a file a staged release
+#: (committed within 30 minutes of staging) or a signed sharing URL (15 minutes by default)
+#: may still name.
+MIN_TIME_TRAVEL = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class MaintenanceSpec:
+    """How `waterline maintain` keeps the feed's tables (spec key ``maintenance:``).
+
+    ``time_travel``: how long a tier's past versions stay readable (``Feed.read(version=...)``,
+    Delta time travel, change feeds, Delta Sharing queries of a version): maintenance vacuums
+    files unreferenced for longer, and keeps the log that long. ``every``: how often the
+    orchestrators run it (a Dagster schedule, an Airflow DAG).
+    """
+
+    time_travel: timedelta = timedelta(days=7)
+    every: timedelta = timedelta(hours=1)
+
+    @property
+    def time_travel_us(self) -> int:
+        return _micros(self.time_travel)
+
+    @property
+    def every_seconds(self) -> int:
+        return _micros(self.every) // 1_000_000
+
+    @property
+    def cron(self) -> str:
+        """``every`` as a cron schedule (the loader checked that it divides an hour or a day)."""
+        minutes = self.every_seconds // 60
+        if minutes < 60:
+            return f"*/{minutes} * * * *" if minutes > 1 else "* * * * *"
+        hours = minutes // 60
+        if hours < 24:
+            return f"0 */{hours} * * *" if hours > 1 else "0 * * * *"
+        return "0 0 * * *"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time_travel": duration_text(self.time_travel), "every": duration_text(self.every)}
 
 
 @dataclass(frozen=True)
@@ -125,6 +167,7 @@ class FeedSpec:
     spark: SparkSpec | None = None  # where Spark runs (spec key `spark:`); env variables override it
     # Recipient -> the tiers it may read over Delta Sharing (spec key `audiences:`).
     audiences: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    maintenance: MaintenanceSpec = field(default_factory=MaintenanceSpec)
     # The YAML file the spec came from (None when built from a dict) and the
     # folder relative paths resolved against; neither is part of equality.
     spec_file: str | None = field(default=None, compare=False)
@@ -231,6 +274,8 @@ class FeedSpec:
             out["spark"] = self.spark.to_dict()
         if self.audiences:
             out["audiences"] = {name: list(tiers) for name, tiers in self.audiences.items()}
+        if self.maintenance != MaintenanceSpec():
+            out["maintenance"] = self.maintenance.to_dict()
         return out
 
 

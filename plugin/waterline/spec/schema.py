@@ -43,6 +43,10 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "audiences": SpecKey(
         dict[str, list[str]] | None, False, "Recipient -> the tiers it may read over Delta Sharing (never the held table)."
     ),
+    "maintenance": SpecKey(
+        dict[str, str] | None, False,
+        "{time_travel: 7 days, every: 1 hour}: how long past tier versions stay readable; how often to maintain.",
+    ),
 }
 
 TOP_LEVEL_KEYS: tuple[str, ...] = tuple(SPEC_KEYS)

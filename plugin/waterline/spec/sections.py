@@ -1,18 +1,22 @@
 """Parsers of the spec's structured keys (partitions, sources, waterline, tiers, audiences,
-warehouse): raw YAML values in, model objects out, errors through a `SpecChecker`."""
+warehouse, maintenance): raw YAML values in, model objects out, errors through a `SpecChecker`."""
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
 
-from waterline.spec.checker import SOURCE_KEYS, WATERLINE_KEYS, SpecChecker, describe
+from waterline.spec.checker import MAINTENANCE_KEYS, SOURCE_KEYS, WATERLINE_KEYS, SpecChecker, describe
+from waterline.clock import duration_text
 from waterline.spec.model import (
     DEFAULT_SOURCE,
+    MIN_TIME_TRAVEL,
     PATH_PLACEHOLDERS,
     SOURCE_FORMATS,
     WATERLINE_MODES,
+    MaintenanceSpec,
     SourceSpec,
     WaterlineSpec,
 )
@@ -180,3 +184,25 @@ def parse_warehouse(check: SpecChecker, value: Any, base: Path) -> Path | str:
     if not re.match(r"^[A-Za-z0-9+.-]+://[^/]+", text):
         check.fail("warehouse", f"expected s3a://bucket/prefix, got {text!r} (no bucket)")
     return text.rstrip("/")
+
+
+def parse_maintenance(check: SpecChecker, value: Any) -> MaintenanceSpec:
+    """``maintenance: {time_travel: 7 days, every: 1 hour}`` (both optional)."""
+    if value is None:
+        return MaintenanceSpec()
+    value = check.mapping(value, "maintenance", "a mapping {time_travel: 7 days, every: 1 hour}")
+    check.only_keys(value, MAINTENANCE_KEYS, "maintenance")
+    default = MaintenanceSpec()
+    time_travel = check.duration(value.get("time_travel", duration_text(default.time_travel)),
+                                 "maintenance.time_travel")
+    if time_travel < MIN_TIME_TRAVEL:
+        check.fail("maintenance.time_travel", f"at least {duration_text(MIN_TIME_TRAVEL)}: a vacuum must not "
+                   "delete files a staged release or a signed sharing URL may still name")
+    every = check.duration(value.get("every", duration_text(default.every)), "maintenance.every")
+    minutes, rest = divmod(every, timedelta(minutes=1))
+    if rest or not (minutes and 60 % minutes == 0 if minutes < 60
+                    else minutes % 60 == 0 and (minutes == 1440 or 24 % (minutes // 60) == 0)):
+        check.fail("maintenance.every", f"expected a period dividing an hour or a day (e.g. 15 minutes, 1 hour, "
+                   f"6 hours, 1 day), got {duration_text(every)}: schedulers run it on a cron")
+    return MaintenanceSpec(time_travel=time_travel, every=every)
+
