@@ -28,7 +28,7 @@ ROWS = pa.table({
 
 
 def test_stats_match_deltalake_for_what_they_bound(tmp_path):
-    """Counts match deltalake's statistics of the same files; bounds only for signed integers."""
+    """Counts match deltalake's statistics of the same files; bounds only for signed integers and dates."""
     table = tmp_path / "t"
     write_deltalake(str(table), ROWS.drop_columns(["unsigned"]))
     theirs = json.loads(_log_stats(table))
@@ -37,7 +37,7 @@ def test_stats_match_deltalake_for_what_they_bound(tmp_path):
     assert ours["numRecords"] == theirs["numRecords"] == 4
     for column, count in ours["nullCount"].items():
         assert theirs["nullCount"][column] == count, column
-    assert set(ours["minValues"]) == {"id", "n", "small"}  # not string, date, decimal, nested, all-null
+    assert set(ours["minValues"]) == {"id", "n", "small", "day"}  # not string, decimal, nested, all-null
     for column in ours["minValues"]:
         assert (ours["minValues"][column], ours["maxValues"][column]) == \
                (theirs["minValues"][column], theirs["maxValues"][column]), column
@@ -55,8 +55,8 @@ def test_unsigned_and_nested_columns_get_no_bounds(tmp_path):
     path = tmp_path / "f.parquet"
     pq.write_table(ROWS, path, row_group_size=3)  # two row groups: bounds are merged across them
     stats = json.loads(parquet_files.delta_stats(pq.read_metadata(path)))
-    assert stats["minValues"] == {"id": -3, "n": 1, "small": -2}
-    assert stats["maxValues"] == {"id": 7, "n": 4, "small": 3}
+    assert stats["minValues"] == {"id": -3, "n": 1, "small": -2, "day": "2026-01-01"}
+    assert stats["maxValues"] == {"id": 7, "n": 4, "small": 3, "day": "2026-01-04"}
     assert stats["nullCount"]["id"] == 1 and stats["nullCount"]["empty"] == 4
     assert "nested" not in stats["nullCount"] and "unsigned" not in stats["minValues"]
 
