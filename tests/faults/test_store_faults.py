@@ -4,7 +4,8 @@ Between waterline (boto3, deltalake, Spark's S3A) and s3proxy sits `FaultProxy`,
 which loses responses after the store applied a request, resets connections,
 answers 503 and adds latency on chosen requests; other writers (Spark's
 OPTIMIZE, DELETE and VACUUM, deltalake's property commits) commit to a tier in
-the middle of a release. After every scenario:
+the middle of a release (on a local warehouse, where the race is the same
+create-if-absent, and Spark's OPTIMIZE once on S3). After every scenario:
 
 * every file every snapshot of the held and tier tables names exists;
 * every tier equals `waterline.semantics` at its W_T;
@@ -223,17 +224,35 @@ def _foreign(kind: str, spark, path: str) -> None:
         raise KeyError(kind)
 
 
+@pytest.fixture
+def local_scenario(spark, tmp_path):
+    """The same feed on a local warehouse: a race between writers is the store's to settle
+    only through create-if-absent, which the local store and S3 give alike (one S3 case below)."""
+    s = Scenario(spark, tmp_path, str(tmp_path / "wh"))
+    s.ingest("a", [_row(1, 0, "x"), _row(2, 5, "y", embargo_minute=30)])
+    s.release(20)
+    return s
+
+
 @pytest.mark.parametrize(("kind", "when"), [
     ("optimize", "between-tiers"), ("properties", "between-tiers"), ("delete", "between-tiers"),
     ("vacuum", "before-check"), ("delete", "before-check"),
 ])
-def test_another_writer_on_a_tier_during_a_release(scenario, faulty_spark, monkeypatch, kind, when):
+def test_another_writer_on_a_tier_during_a_release(local_scenario, spark, monkeypatch, kind, when):
     """Row-keeping commits are committed after; row changes make the tier plan again and be
     reconciled; the tier committed first keeps its files either way."""
+    _race(local_scenario, spark, monkeypatch, kind, when)
+
+
+def test_another_writer_on_a_tier_of_s3_during_a_release(scenario, faulty_spark, monkeypatch):
+    """Spark's OPTIMIZE (through waterline's conditional LogStore) between two tier commits on S3."""
+    _race(scenario[0], faulty_spark, monkeypatch, "optimize", "between-tiers")
+
+
+def _race(s: Scenario, spark, monkeypatch, kind: str, when: str) -> None:
     from waterline.engine.core import faults
     from waterline.engine.spark import release as release_step
 
-    s, _ = scenario
     s.ingest("b", [_row(3, 2, "z"), _row(4, 4, "w", embargo_minute=25)])
     s.release(30)  # emb now holds files in a and b: an OPTIMIZE has something to rewrite
     s.ingest("a", [_row(1, 0, "x4"), _row(2, 5, "y", embargo_minute=30), _row(8, 6, "s", embargo_minute=33)])
@@ -243,7 +262,7 @@ def test_another_writer_on_a_tier_during_a_release(scenario, faulty_spark, monke
     def once() -> None:
         if not fired:
             fired.append(kind)
-            _foreign(kind, faulty_spark, target)
+            _foreign(kind, spark, target)
 
     if when == "between-tiers":
         real = faults.boundary
@@ -262,3 +281,22 @@ def test_another_writer_on_a_tier_during_a_release(scenario, faulty_spark, monke
     assert fired == [kind]
     s.check()
 
+
+def test_maintain_through_lost_answers_and_resets(scenario):
+    """Maintenance on the faulty store: Spark's OPTIMIZE commit (through waterline's LogStore)
+    loses its answer after the store applied it, data-file reads are reset, and the lease's
+    answers are slow; the compacted tier stays whole and equal to the semantics."""
+    s, proxy = scenario
+    for minute in (24, 26, 28):  # each release adds a file to partition a of d10
+        s.ingest("a", [_row(1, 0, "x"), _row(2, 5, "y", embargo_minute=30), *[
+            _row(10 + m, m - 12, f"n{m}") for m in range(24, minute + 1, 2)]])
+        s.release(minute)
+    rules = proxy.add(
+        Rule("drop_response", r"/f/tiers/d10" + COMMIT, times=1),  # Spark's first commit (S3A, the LogStore)
+        Rule("reset", r"/f/tiers/d10/.*\.parquet", method="GET", times=2),
+        Rule("latency", r"/f/_wl_lease$", method="PUT", times=2, seconds=0.5),
+    )
+    result = s.feed.maintain(tier="d10").tables["d10"]
+    assert rules[0].hits == 1 and result.files_compacted >= 2
+    proxy.clear()
+    s.check()
