@@ -122,18 +122,10 @@ def release_dag(
     **operator_options: Any,
 ) -> DAG:
     """``<feed>_release``: continuous; its one deferrable task releases at each due moment."""
-    with DAG(
-        dag_id=release_dag_id(spec),
-        description=f"Release every tier of feed {spec.feed} when a release is due (deferrable).",
-        schedule="@continuous",
-        start_date=datetime(2020, 1, 1, tzinfo=timezone.utc),
-        catchup=False,
-        max_active_runs=1,  # continuous DAGs run one at a time; two releases of a feed never overlap here
-        tags=[*TAGS, spec.feed],
-        default_args={**DEFAULT_ARGS, **(default_args or {})},
-        is_paused_upon_creation=is_paused_upon_creation,
-        doc_md=_doc(spec),
-    ) as dag:
+    # Continuous DAGs run one at a time: two releases of a feed never overlap here.
+    with _feed_dag(spec, release_dag_id(spec), "@continuous",
+                   f"Release every tier of feed {spec.feed} when a release is due (deferrable).",
+                   is_paused_upon_creation, default_args) as dag:
         WaterlineReleaseOperator(task_id="release", spec=spec, waterline_conn_id=waterline_conn_id, **operator_options)
     return dag
 
@@ -146,10 +138,20 @@ def maintain_dag(
     waterline_conn_id: str | None = WaterlineHook.default_conn_name,
 ) -> DAG:
     """``<feed>_maintain``: every ``maintenance.every``, one task maintaining the feed's tables."""
-    with DAG(
-        dag_id=maintain_dag_id(spec),
-        description=f"Compact, vacuum, checkpoint and clean feed {spec.feed}'s tables.",
-        schedule=CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"),
+    with _feed_dag(spec, maintain_dag_id(spec), CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"),
+                   f"Compact, vacuum, checkpoint and clean feed {spec.feed}'s tables.",
+                   is_paused_upon_creation, default_args) as dag:
+        WaterlineMaintainOperator(task_id="maintain", spec=spec, waterline_conn_id=waterline_conn_id)
+    return dag
+
+
+def _feed_dag(spec: FeedSpec, dag_id: str, schedule: Any, description: str, is_paused_upon_creation: bool | None,
+              default_args: dict[str, Any] | None) -> DAG:
+    """A DAG of the feed's that runs one at a time, with no catch-up, from 2020."""
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        schedule=schedule,
         start_date=datetime(2020, 1, 1, tzinfo=timezone.utc),
         catchup=False,
         max_active_runs=1,
@@ -157,9 +159,7 @@ def maintain_dag(
         default_args={**DEFAULT_ARGS, **(default_args or {})},
         is_paused_upon_creation=is_paused_upon_creation,
         doc_md=_doc(spec),
-    ) as dag:
-        WaterlineMaintainOperator(task_id="maintain", spec=spec, waterline_conn_id=waterline_conn_id)
-    return dag
+    )
 
 
 def _doc(spec: FeedSpec) -> str:
