@@ -105,11 +105,16 @@ def _every_snapshot_names_existing_files(path: str) -> None:
 def scenario(faulty_spark, faulty_s3, tmp_path, monkeypatch):
     proxy, warehouse = faulty_s3
     monkeypatch.setenv("WATERLINE_LEASE_WAIT_S", "60")  # a lease that never comes fails fast, not in 600 s
-    s = Scenario(faulty_spark, tmp_path, warehouse)
-    s.ingest("a", [_row(1, 0, "x"), _row(2, 5, "y", embargo_minute=30)])
-    s.release(20)
+    s = _seeded(Scenario(faulty_spark, tmp_path, warehouse))
     s.check()
     return s, proxy
+
+
+def _seeded(s: Scenario) -> Scenario:
+    """The scenarios' common start: two rows of partition a ingested and released at minute 20."""
+    s.ingest("a", [_row(1, 0, "x"), _row(2, 5, "y", embargo_minute=30)])
+    s.release(20)
+    return s
 
 
 def test_a_lost_answer_to_a_held_commit_is_a_success_not_a_lost_race(scenario):
@@ -228,10 +233,7 @@ def _foreign(kind: str, spark, path: str) -> None:
 def local_scenario(spark, tmp_path):
     """The same feed on a local warehouse: a race between writers is the store's to settle
     only through create-if-absent, which the local store and S3 give alike (one S3 case below)."""
-    s = Scenario(spark, tmp_path, str(tmp_path / "wh"))
-    s.ingest("a", [_row(1, 0, "x"), _row(2, 5, "y", embargo_minute=30)])
-    s.release(20)
-    return s
+    return _seeded(Scenario(spark, tmp_path, str(tmp_path / "wh")))
 
 
 @pytest.mark.parametrize(("kind", "when"), [
