@@ -7,8 +7,10 @@ real feed, real Spark commits and real deltalake reads.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +26,7 @@ pytestmark = pytest.mark.spark
 
 TIERS = {"d10": POLICIES["d10"], "emb": POLICIES["emb"]}
 HOUR_S = 3600
+SPEC_OVERRIDES = {"maintenance": {"time_travel": "1 hour", "every": "15 minutes"}}
 
 
 def _row(key: int, minute: int, v: str, embargo_minute: int | None = None) -> dict:
@@ -38,22 +41,38 @@ def _model_row(row: dict) -> dict:
             "embargo_until": None if row["embargo_until"] is None else parse_instant(row["embargo_until"])}
 
 
-@pytest.fixture
-def grown(spark, tmp_path):
-    """A feed after five releases that each added a file to partition a of every tier."""
+@pytest.fixture(scope="module")
+def _grown_once(spark, tmp_path_factory):
+    """The grown feed, built once per module (five Spark releases): each test gets a copy."""
     from waterline import Feed
 
-    spec = make_spec(tmp_path, TIERS, maintenance={"time_travel": "1 hour", "every": "15 minutes"})
+    root = tmp_path_factory.mktemp("grown")
+    spec = make_spec(root, TIERS, **SPEC_OVERRIDES)
     feed = Feed(spec, spark=spark, clock=far_future_clock())
     model = FeedModel(TIERS)
     rows: list[dict] = []
     for i in range(5):
         rows.append(_row(i, 5 * i, f"v{i}", embargo_minute=5 * i + 1))
-        write_partition(tmp_path, "a", rows)
+        write_partition(root, "a", rows)
         feed.ingest("a")
         model.ingest("a", [_model_row(r) for r in rows])
         feed.release(as_of=BASE_US + (5 * i + 12) * MINUTE)
-    return feed, model
+    return root, model
+
+
+@pytest.fixture
+def grown(_grown_once, spark, tmp_path):
+    """A feed after five releases that each added a file to partition a of every tier.
+
+    A copy of the module's feed (file times kept: what vacuum and log cleanup judge by);
+    Delta paths inside the logs are relative, so the copy is a feed of its own."""
+    from waterline import Feed
+
+    built, model = _grown_once
+    root = tmp_path / "feed"
+    shutil.copytree(built, root)
+    spec = make_spec(root, TIERS, **SPEC_OVERRIDES)
+    return Feed(spec, spark=spark, clock=far_future_clock()), copy.deepcopy(model)
 
 
 def _age(folder: Path, seconds: float, *, names: tuple[str, ...] = ()) -> None:
