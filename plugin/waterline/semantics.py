@@ -23,6 +23,13 @@ How the functions map to DESIGN.md, "Semantics":
 only at rows touched by new versions, takeovers or visibility boundaries
 between two releases); the property tests prove it equals :func:`tier_state`.
 :func:`release_changes` diffs two states into inserted / updated / removed.
+
+The release proof (``waterline audit``) asks when each change a release made
+became due: :func:`row_state` is one identity's state at ``w`` (the version
+shown, or absent) and :func:`due_since` the earliest waterline from which that
+state holds for every waterline up to ``w``. A release committed at wall time
+``t`` released a change early (a breach) iff ``t < due_since``; a release whose
+W_T never passed its trusted clock has none, since ``due_since <= w`` always.
 """
 
 from __future__ import annotations
@@ -258,6 +265,38 @@ def release_changes(
     return inserted, updated, removed
 
 
+
+# --- The release proof: when a release's changes became due -------------------
+
+
+def row_state(history: Iterable[Version], tier: str, w: int, s: int | None = None) -> Version | None:
+    """ONE identity's state in ``tier`` at ``w`` reading versions up to ``s``: the version its
+    row shows, or None when the row is absent (never due, removed, recalled or expired)."""
+    gov = governing(history, tier, w, s)
+    return gov if gov is not None and gov.present_at(tier, w) else None
+
+
+def due_since(history: Iterable[Version], tier: str, w: int, s: int | None = None) -> int:
+    """The instant from which ONE identity's state at ``w`` was due: the earliest waterline
+    ``d <= w`` such that the row's state (the version shown, or absent) is the same for every
+    waterline in ``[d, w]``; NEG_INF when it is the same for every waterline up to ``w``.
+
+    For a row shown at ``w`` this is the start of the interval of its version's visibility
+    that holds ``w`` (the embargo's end, the delay passed, ...); for a row absent at ``w`` it
+    is when it had to go (its expiry, or at once for a removal). A release that committed
+    this state at a wall time before ``d`` released it early.
+    """
+    versions = [v for v in history if s is None or v.seq <= s]
+    final = row_state(versions, tier, w)
+    # The state only changes where W crosses a start or an end of some version's visibility
+    # (takeovers are starts), so it is constant between consecutive boundaries: walk back
+    # from w, one segment at a time, until the segment before differs.
+    boundaries = {b for v in versions for interval in v.vis_for(tier) for b in interval}
+    for b in sorted((b for b in boundaries if NEG_INF < b <= w), reverse=True):
+        if row_state(versions, tier, b - 1) != final:
+            return b
+    return NEG_INF
+
 __all__ = [
     "NEG_INF",
     "POS_INF",
@@ -272,4 +311,6 @@ __all__ = [
     "tier_state",
     "advance_state",
     "release_changes",
+    "row_state",
+    "due_since",
 ]
