@@ -199,3 +199,67 @@ class WaterlineHistory(_Result):
     def monotonic(self) -> bool:
         return not self.regressions
 
+
+
+@dataclass(frozen=True)
+class ReleaseProof(_Result):
+    """One commit of a tier, proven: by when it had committed, at what W_T, what it changed, and
+    how long after its rows became due (``min_margin_us``: the least over its inserts and
+    updates; None when it released no row with a finite due instant)."""
+
+    version: int
+    committed_us: int  # the commit had happened before this instant (store and writer witnesses)
+    writer_us: int  # the writer's commitInfo.timestamp
+    store_us: int | None  # the object store's time of the commit file
+    w_us: int | None  # W_T the commit records (for another writer's commit: the newest before it)
+    seq: int | None
+    operation: str
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    min_margin_us: int | None = None
+    breaches: int = 0
+
+    def evolve(self, **changes: Any) -> ReleaseProof:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Breach(_Result):
+    """A row a commit released before it was due: ``due_us`` None means its policy shows it at
+    no waterline from W_T on (it should never have been there)."""
+
+    tier: str
+    version: int
+    key: tuple  # (partition, key columns...)
+    seq: int
+    change: str  # insert | update
+    due_us: int | None
+    committed_us: int
+    w_us: int | None
+
+
+@dataclass(frozen=True)
+class TierProof(_Result):
+    """The release proof of one tier over a range of its commits.
+
+    ``unproven``: ``(first version, last version, why)`` of commits the proof could not see
+    (cleaned from the log, written before the change data feed); never counted as clean.
+    ``rows`` (on request): ``(version, change, key, seq, due_us)`` of every change, where a
+    deleted row's due instant is when it had to go (NEG_INF: at once)."""
+
+    tier: str
+    exists: bool
+    releases: tuple[ReleaseProof, ...] = ()
+    breaches: tuple[Breach, ...] = ()
+    unproven: tuple[tuple[int, int, str], ...] = ()
+    rows: tuple[tuple, ...] = ()
+
+    @property
+    def breach_count(self) -> int:
+        return sum(r.breaches for r in self.releases)
+
+    @property
+    def clean(self) -> bool:
+        """No breach and nothing the proof could not see."""
+        return self.breach_count == 0 and not self.unproven

@@ -51,7 +51,7 @@ TAG = "waterline"
 _HISTORY_DEPTH = 50
 # Commits that never change which rows a table holds; anything else unknown (a RESTORE,
 # a DELETE by hand) ends a search for the last state of a partition.
-_ROW_PRESERVING = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
+ROW_PRESERVING = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"})
 
 
 def commit_path(table: str, version: int) -> str:
@@ -299,7 +299,7 @@ class TableLog:
             for commit in commits:
                 if parse_state(commit.get("userMetadata")) is not None:
                     return False
-                if commit.get("operation") not in _ROW_PRESERVING:
+                if commit.get("operation") not in ROW_PRESERVING:
                     return True
             if complete:
                 return False
@@ -311,7 +311,7 @@ class TableLog:
         for commit in self.history(depth):
             raw = parse_state(commit.get("userMetadata"))
             if raw is None:
-                if commit.get("operation") in _ROW_PRESERVING:
+                if commit.get("operation") in ROW_PRESERVING:
                     continue
                 return None
             if raw.get("op") == "ingest" and raw.get("partition") == partition:
