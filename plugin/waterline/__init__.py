@@ -15,7 +15,8 @@ See DESIGN.md and docs/ for the release semantics; `waterline.semantics` is the 
 
 from waterline.engine.core.due import DueMoments
 from waterline.engine.core.results import (
-    FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseResult, TableMaintenance, TierRelease,
+    Breach, FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseProof, ReleaseResult, TableMaintenance,
+    TierProof, TierRelease,
 )
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.core.status import FeedStatus, TierStatus
@@ -35,6 +36,7 @@ from waterline.spec import FeedSpec
 __version__ = "0.1.0"
 
 __all__ = [
+    "Breach",
     "CommitRaceLost",
     "DueMoments",
     "Feed",
@@ -49,9 +51,11 @@ __all__ = [
     "MaintainResult",
     "OutcomeUnknown",
     "PolicyError",
+    "ReleaseProof",
     "ReleaseResult",
     "SpecError",
     "TableMaintenance",
+    "TierProof",
     "TierRelease",
     "TierState",
     "TierStatus",

@@ -6,7 +6,10 @@ change of every release from the model's versions.
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -162,3 +165,66 @@ def test_versions_cleaned_from_the_log_are_named_not_passed(spark, tmp_path):
     assert proof.unproven == ((0, checkpoint - 1, "cleaned from the log"),)
     assert not proof.clean and proof.breach_count == 0
     assert [r.version for r in proof.releases][:1] == [checkpoint]
+
+
+def test_commits_whose_change_data_was_vacuumed_are_named_and_the_rest_proven(spark, tmp_path):
+    """Compaction replaces the files the first releases added; once vacuum deletes them (here
+    by hand: vacuum waits out the retention), those releases cannot be read again: named as
+    vacuumed, while the later ones are still proven."""
+    from waterline import Feed
+    from waterline.engine.delta.actions import AddFile
+    from waterline.engine.delta.table_log import TableLog, read_commit
+
+    spec = make_spec(tmp_path, {"d10": POLICIES["d10"]})
+    feed = Feed(spec, spark=spark, clock=far_future_clock())
+    rows = []
+    for i in range(3):
+        rows.append({"id": i, "event_time": _iso(BASE_US + 5 * i * MINUTE), "status": "final", "embargo_until": None,
+                     "v": "x"})
+        write_partition(tmp_path, "a", rows)
+        feed.ingest("a")
+        feed.release(as_of=BASE_US + (5 * i + 12) * MINUTE)
+    path = spec.tier_path("d10")
+    first = next(v for v in range(TableLog.open(path).version + 1)
+                 if any(isinstance(a, AddFile) for a in read_commit(path, v) or []))
+    feed.maintain(tier="d10")  # OPTIMIZE: the added files are tombstones now
+    for action in read_commit(path, first):
+        if isinstance(action, AddFile):
+            (Path(path) / action.path).unlink()  # what vacuum does past the retention
+    proof = _prove_all(spark, spec)["d10"]
+    assert proof.unproven == ((first, first, "change data vacuumed (past the tier's maintenance.time_travel)"),)
+    assert sum(r.inserted for r in proof.releases) == 2 and proof.breach_count == 0
+
+
+def test_waterline_audit_exits_3_on_a_breach_and_names_the_row(spark, tmp_path):
+    """The command line: a release an hour ahead of the wall clock, audited; exit 3 with the
+    row, its due instant and the JSON; a range that ends before it starts is one line, exit 2."""
+    import yaml
+
+    from waterline import Feed
+    from waterline.clock import FixedClock, format_instant
+
+    spec = make_spec(tmp_path, {"d10": POLICIES["d10"]})
+    now = int(time.time() * 1_000_000)
+    write_partition(tmp_path, "a", [{"id": 7, "event_time": _iso(now), "status": "final", "embargo_until": None,
+                                     "v": "x"}])
+    feed = Feed(spec, spark=spark, clock=FixedClock(now + 60 * MINUTE))
+    feed.ingest("a")
+    feed.release()
+    spec_file = tmp_path / "feed.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.to_dict()))
+    waterline = str(Path(sys.executable).with_name("waterline"))
+    done = subprocess.run([waterline, "audit", str(spec_file)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 3, done.stderr
+    assert "audit f: NOT CLEAN" in done.stdout
+    assert "BREACH d10 v" in done.stdout and "('a', 7)" in done.stdout
+    assert f"due {format_instant(now + 10 * MINUTE)}" in done.stdout
+    out = subprocess.run([waterline, "audit", str(spec_file), "--json", "--from", "now - 1 hour"], capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert out.returncode == 3, out.stderr
+    [breach] = json.loads(out.stdout)["d10"]["breaches"]
+    assert breach["due_us"] == now + 10 * MINUTE and breach["key"] == ["a", 7]
+    bad = subprocess.run([waterline, "audit", str(spec_file), "--from", "2026-02-01", "--to", "2026-01-01"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode == 2 and "is before --from" in bad.stderr and "Traceback" not in bad.stderr

@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     verbose = "--verbose" in args or "-v" in args
     try:
-        cli.main(args=args, prog_name="waterline", standalone_mode=False)
+        # outside standalone mode click returns a command's Exit code instead of exiting
+        code = cli.main(args=args, prog_name="waterline", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:

@@ -52,3 +52,34 @@ def status_table(state) -> str:
         for t in state.tiers.values()
     ]
     return head + "\n" + table(["tier", "W_T", "lag", "pending", "next due", "due", "hold"], rows)
+
+
+def proof_report(feed: str, proofs) -> str:
+    """`waterline audit`: per tier its commits, rows released and deleted, the least margin
+    (commit - due) and breaches; then each breach and each range that could not be proven."""
+    rows, lines = [], []
+    for tier, p in proofs.items():
+        if not p.exists:
+            rows.append((tier, 0, 0, 0, None, 0, "no table"))
+            continue
+        margins = [r.min_margin_us for r in p.releases if r.min_margin_us is not None]
+        least = min(margins, default=None)
+        rows.append((tier, len(p.releases), sum(r.inserted + r.updated for r in p.releases),
+                     sum(r.deleted for r in p.releases), None if least is None else _signed(least), p.breach_count,
+                     "clean" if p.clean else "BREACH" if p.breach_count else "not proven"))
+        for b in p.breaches:
+            due = "never, at its W_T" if b.due_us is None else format_instant(b.due_us)
+            lines.append(f"BREACH {tier} v{b.version} {b.change} {b.key} (seq {b.seq}): due {due}, "
+                         f"committed before {format_instant(b.committed_us)}, W_T {instant(b.w_us)}")
+        shown = len(p.breaches)
+        if p.breach_count > shown:
+            lines.append(f"BREACH {tier}: {p.breach_count - shown} more (see --json or narrow --from/--to)")
+        for first, last, why in p.unproven:
+            lines.append(f"not proven {tier} versions {first}-{last}: {why}")
+    head = f"audit {feed}: {'clean' if all(p.clean for p in proofs.values()) else 'NOT CLEAN'}"
+    body = table(["tier", "commits", "rows released", "deleted", "least margin", "breaches", ""], rows)
+    return "\n".join([head, body, *lines])
+
+
+def _signed(us: int) -> str:
+    return ("-" if us < 0 else "") + format_duration(abs(us))

@@ -10,11 +10,14 @@ happened before the earlier of the two upper ends, whichever clock was wrong the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from waterline.engine.delta import storage
+from waterline.engine.delta.actions import AddFile, CdcFile, RemoveFile
 from waterline.engine.delta.objects import list_tree
-from waterline.engine.delta.table_log import ROW_PRESERVING, TableLog, parse_state
+from waterline.engine.delta.table_log import ROW_PRESERVING, TableLog, parse_state, read_commit
 
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\.[^/]*)?\.parquet$")
@@ -83,3 +86,18 @@ def change_feed_since(log: TableLog, retained: list[int]) -> int | None:
         else:
             lo = mid + 1
     return retained[lo]
+
+
+def change_data_missing(log: TableLog, versions: Iterable[int]) -> list[int]:
+    """Those of ``versions`` whose change data can no longer be read: a file it comes from was
+    vacuumed (a commit's change-data files; without any, its data-changing adds and removes,
+    which Delta reads as inserts and deletes). One listing of the table, one read per commit."""
+    present = {o.relative for o in list_tree(log.path)}
+    missing = []
+    for version in versions:
+        actions = read_commit(log.path, version) or []
+        cdc = [a.path for a in actions if isinstance(a, CdcFile)]
+        needed = cdc or [a.path for a in actions if isinstance(a, AddFile | RemoveFile) and a.data_change]
+        if any("://" not in path and unquote(path) not in present for path in needed):
+            missing.append(version)
+    return missing

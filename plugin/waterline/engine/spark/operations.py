@@ -6,13 +6,14 @@ from waterline.engine.spark.gc import gc
 from waterline.engine.spark.ingest import ingest
 from waterline.engine.spark.jvm_log import quiet_session
 from waterline.engine.spark.maintain import maintain
+from waterline.engine.spark.proof import prove_tier
 from waterline.engine.spark.prearmed import ReleaseRun, release_run, release_when_due
 from waterline.engine.spark.release import release
 from waterline.engine.spark.schedule import compile_tiers
 from waterline.engine.spark.source import read_output
 
 __all__ = [
-    "ReleaseRun", "audit_tier", "compile_tiers", "gc", "hold", "ingest", "maintain", "quiet_session", "read_output",
-    "release",
+    "ReleaseRun", "audit_tier", "compile_tiers", "gc", "hold", "ingest", "maintain", "prove_tier", "quiet_session",
+    "read_output", "release",
     "release_run", "release_when_due", "resume",
 ]

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.results import Breach, ReleaseProof, TierProof
-from waterline.engine.delta.commit_record import CommitRecord, change_feed_since, commit_records
+from waterline.engine.delta.commit_record import CommitRecord, change_data_missing, change_feed_since, commit_records
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import compile_tiers
 from waterline.policy import ReleasePlan
@@ -63,13 +63,14 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
     blind = [v for v in changing if cdf_from is None or v < cdf_from]
     if blind:
         unproven.append((blind[0], blind[-1], "written before the tier's change data feed was on"))
-    provable = [v for v in changing if v not in set(blind)]
+    readable = [v for v in changing if v not in set(blind)]
+    vacuumed = set(change_data_missing(log, readable))
+    unproven += [(a, b, "change data vacuumed (past the tier's maintenance.time_travel)") for a, b in _runs(vacuumed)]
+    provable = [v for v in readable if v not in vacuumed]
     if not provable:
         return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
-                         unproven=tuple(unproven)), plans
-    changes = (spark.read.format("delta").option("readChangeFeed", "true")
-               .option("startingVersion", provable[0]).option("endingVersion", provable[-1])
-               .load(log.path).filter(F.col(_TYPE) != "update_preimage").filter(F.col(_VERSION).isin(provable)))
+                         unproven=tuple(sorted(unproven))), plans
+    changes = _change_feed(spark, log.path, provable)
     if plans is None:
         payload = [c for c in changes.columns if not C.is_system(c) and c not in _CDF_COLUMNS]
         plans = compile_tiers(spark, spec, changes.select(*payload))
@@ -103,7 +104,7 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
          r["due"] if r[_TYPE] in _RELEASED else r[_GONE])
         for r in listed.orderBy(_VERSION, *keys).collect())
     return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
-                     breaches=breaches, unproven=tuple(unproven), rows=rows), plans
+                     breaches=breaches, unproven=tuple(sorted(unproven)), rows=rows), plans
 
 
 def _proofs(records: Mapping[int, CommitRecord], from_us: int | None, to_us: int | None) -> dict[int, ReleaseProof]:
@@ -120,6 +121,28 @@ def _proofs(records: Mapping[int, CommitRecord], from_us: int | None, to_us: int
             out[version] = ReleaseProof(version=version, committed_us=c.committed_us, writer_us=c.writer_us,
                                         store_us=c.store_us, w_us=w, seq=c.seq, operation=c.operation)
     return out
+
+
+def _runs(versions: set[int]) -> list[tuple[int, int]]:
+    """Sorted versions as ``(first, last)`` runs of consecutive ones."""
+    runs: list[tuple[int, int]] = []
+    for v in sorted(versions):
+        if runs and runs[-1][1] == v - 1:
+            runs[-1] = (runs[-1][0], v)
+        else:
+            runs.append((v, v))
+    return runs
+
+
+def _change_feed(spark: SparkSession, path: str, versions: list[int]) -> DataFrame:
+    """The change rows (no update preimages) of ``versions``: one read per run of consecutive
+    versions, since a read of a range needs every file of every version in it."""
+    reads = [spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", a)
+             .option("endingVersion", b).load(path) for a, b in _runs(set(versions))]
+    out = reads[0]
+    for more in reads[1:]:
+        out = out.unionByName(more)
+    return out.filter(F.col(_TYPE) != "update_preimage").filter(F.col(_VERSION).isin(versions))
 
 
 def _with_due(changes: DataFrame, vis_sql: str) -> DataFrame:
