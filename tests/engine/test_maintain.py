@@ -150,6 +150,38 @@ def test_maintain_vacuums_and_cleans_the_log_past_the_retention_only(grown):
     _equals_semantics(feed, model)
 
 
+def test_maintain_leaves_no_old_checkpoint_checksum_or_empty_folder_behind(grown):
+    """Hour after hour (file times set back), log cleanup and vacuum must not leave what
+    they do not delete themselves: checkpoints and checksum files older than the state the
+    oldest commit is rebuilt from, hidden ``.crc`` files of vacuumed files, empty folders."""
+    import re
+
+    feed, model = grown
+    tier = Path(feed.tier_path("d10"))
+    rows = [_row(i, 5 * i, f"v{i}", embargo_minute=5 * i + 1) for i in range(5)]
+    for hour in range(3):
+        rows.append(_row(10 + hour, 40 + hour, "late"))
+        write_partition(Path(feed.spec.base_dir), "a", rows)
+        feed.ingest("a")
+        model.ingest("a", [_model_row(r) for r in rows])
+        feed.release(as_of=BASE_US + (60 + hour) * MINUTE)
+        feed.maintain(tier="d10")
+        _age(tier, 2 * HOUR_S)
+    feed.maintain(tier="d10")
+    names = [p.name for p in (tier / "_delta_log").iterdir() if p.is_file()]
+    version = {n: int(m.group(1)) for n in names if (m := re.match(r"^\.?(\d{20})\.", n))}
+    oldest = min(v for n, v in version.items() if n.endswith(".json") and not n.startswith("."))
+    base = max(v for n, v in version.items() if ".checkpoint" in n and not n.startswith(".") and v <= oldest)
+    assert oldest > 0 and min(version.values()) == base, sorted(names)
+    leftovers = [p for p in tier.rglob(".*.crc") if "_delta_log" not in p.parts
+                 and not p.with_name(p.name[1:].removesuffix(".crc")).exists()]
+    assert leftovers == []
+    assert [d for d in tier.rglob("*") if d.is_dir() and not any(d.iterdir()) and "_delta_log" not in d.parts] == []
+    assert (tier / "_delta_log" / "_staged_commits").is_dir()  # Delta's own, kept
+    _equals_semantics(feed, model)
+    assert {r["id"] for r in feed.read("d10").to_pylist()} >= {10, 11, 12}
+
+
 def test_maintain_one_tier_from_the_command_line(grown):
     feed, _ = grown
     spec_file = Path(feed.spec.base_dir) / "feed.yaml"

@@ -12,10 +12,12 @@ hundreds of files and replays a long log. `maintain`, under the feed lease
 2. **compaction**: Delta's OPTIMIZE (bin-packing, ``dataChange`` false: the
    change data feed gets no rows, readers see the same rows) over the
    partitions that hold more than one file;
-3. **checkpoint and log cleanup** (deltalake), past the log retention;
+3. **checkpoint and log cleanup** (deltalake), past the log retention, and what
+   it leaves (`waterline.engine.delta.leftovers`: older checkpoints, checksum files);
 4. **vacuum**: files no version within ``time_travel`` names are deleted
    (deltalake lists them, without a commit), the marker files of waterline's
-   output committer and the files of long-removed stages among them;
+   output committer and the files of long-removed stages among them, then the
+   hidden checksum files of deleted files and empty folders (local tables);
 5. **orphan stages**: stages that never committed, older than the grace period
    (`waterline.engine.delta.stages.orphan_tokens`).
 
@@ -36,6 +38,7 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.results import MaintainResult, TableMaintenance
 from waterline.engine.core.sqltext import delta_path, sql_string
 from waterline.engine.delta import storage
+from waterline.engine.delta.leftovers import checksum_leftovers, log_leftovers, prune_empty_folders
 from waterline.engine.delta.objects import delete_objects, delete_tree, list_tree
 from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import TableLog
@@ -74,10 +77,14 @@ def _maintain_table(spark: SparkSession, name: str, path: str, *, retention_us: 
     after = TableLog.open(path)
     log_before = _log_files(path)
     checkpoint = after.checkpoint_and_clean()
+    retention_s = retention_us / 1_000_000
+    delete_objects(log_leftovers(path, older_than_s=retention_s, now_s=now_s))
     log_removed = max(0, log_before - _log_files(path))
     vacuumed = _vacuum(path, after, retention_us)
+    vacuumed += delete_objects(checksum_leftovers(path, older_than_s=retention_s, now_s=now_s))
     staged = sum(delete_tree(table_stage_folder(path, token))
                  for token in orphan_tokens(path, now_s=now_s, older_than_s=GC_AFTER_S))
+    prune_empty_folders(path, older_than_s=retention_s, now_s=now_s)
     return TableMaintenance(table=name, files_before=files_before, files_after=len(after.file_actions()),
                             files_compacted=compacted, files_vacuumed=vacuumed, staged_files_removed=staged,
                             log_files_removed=log_removed, checkpoint_version=checkpoint)
