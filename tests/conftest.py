@@ -41,3 +41,46 @@ def s3_spark(spark, s3proxy):
     for key, value in storage.session_conf().items():
         spark.conf.set(key, value)
     return spark
+
+
+# -- how busy the machine was: whether more pytest workers could overlap more waiting --------
+
+_CPU_AT_START: tuple[float, int, int] | None = None
+
+
+def _machine_cpu() -> tuple[int, int] | None:
+    """(busy, idle) jiffies of every core since boot (Linux), else None."""
+    try:
+        with open("/proc/stat") as fh:
+            values = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, idle
+
+
+def pytest_sessionstart(session):
+    global _CPU_AT_START
+    import time
+
+    if not hasattr(session.config, "workerinput") and (cpu := _machine_cpu()) is not None:
+        _CPU_AT_START = (time.monotonic(), *cpu)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line: the share of the machine's CPU time that was busy over the run (every
+    process: the workers, their JVMs, servers), to size TEST_WORKERS against waiting."""
+    import os
+    import time
+
+    end = _machine_cpu()
+    if _CPU_AT_START is None or end is None:
+        return
+    started, busy0, idle0 = _CPU_AT_START
+    busy, idle = end[0] - busy0, end[1] - idle0
+    if busy + idle <= 0:
+        return
+    ticks = os.sysconf("SC_CLK_TCK")
+    terminalreporter.write_line(
+        f"machine CPU over the run: {100 * busy / (busy + idle):.0f}% busy on {os.cpu_count()} cores "
+        f"({busy / ticks / 60:.1f} core-minutes busy in {(time.monotonic() - started) / 60:.1f} minutes)")
