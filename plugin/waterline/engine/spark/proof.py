@@ -51,8 +51,9 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
     log = TableLog.open(spec.tier_path(tier))
     if not log.exists:
         return TierProof(tier=tier, exists=False), plans
-    records, readable = commit_records(log)
-    records = {v: c for v, c in records.items() if v >= (readable or 0)}  # before it: no state to read changes in
+    records, rebuildable_from = commit_records(log)
+    # before rebuildable_from no reader can rebuild a state to read changes in
+    records = {v: c for v, c in records.items() if v >= (rebuildable_from or 0)}
     retained = sorted(records)
     unproven: list[tuple[int, int, str]] = []
     if retained and retained[0] > 0 and (from_us is None or records[retained[0]].committed_us > from_us):
@@ -63,10 +64,10 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
     blind = [v for v in changing if cdf_from is None or v < cdf_from]
     if blind:
         unproven.append((blind[0], blind[-1], "written before the tier's change data feed was on"))
-    readable = [v for v in changing if v not in set(blind)]
-    vacuumed = set(change_data_missing(log, readable))
+    seen = [v for v in changing if v not in set(blind)]
+    vacuumed = set(change_data_missing(log, seen))
     unproven += [(a, b, "change data vacuumed (past the tier's maintenance.time_travel)") for a, b in _runs(vacuumed)]
-    provable = [v for v in readable if v not in vacuumed]
+    provable = [v for v in seen if v not in vacuumed]
     if not provable:
         return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
                          unproven=tuple(sorted(unproven))), plans
