@@ -98,7 +98,7 @@ class Commit:
 
     operation: str
     engine: str
-    state: HeldState | TierState
+    state: HeldState | TierState | None  # None: an event log's append, which carries no waterline state
     files: FileActions = FileActions()
     parameters: Mapping[str, str] = field(default_factory=dict)
     txn: tuple[str, int] | None = None
@@ -114,12 +114,13 @@ class Commit:
         out: list[Action] = [CommitInfo(
             timestamp=now_ms, operation=self.operation, operation_parameters=dict(self.parameters),
             read_version=read_version, is_blind_append=self.blind_append,
-            operation_metrics=dict(self.files.metrics), user_metadata=state_text(self.state, tagged=True),
+            operation_metrics=dict(self.files.metrics),
+            user_metadata=None if self.state is None else state_text(self.state, tagged=True),
             engine_info=self.engine, txn_id=attempt,
         )]
         if self.txn is not None:
             out.append(Txn(self.txn[0], self.txn[1], now_ms))
-        if self.record_property:
+        if self.record_property and self.state is not None:
             out.append(metadata.with_property(PROPERTY, state_text(self.state)))
         out += [RemoveFile(r.path, r.partition_values, r.size, now_ms, r.data_change) for r in self.files.removes]
         out += self.files.adds
@@ -152,6 +153,15 @@ def property_commit(state: HeldState | TierState) -> Commit:
                   parameters={"properties": json.dumps({PROPERTY: state_text(state)})}, record_property=True)
 
 
+def event_commit(files: FileActions) -> Commit:
+    """An append to an event log (`waterline.engine.delta.event_table`): ``files`` (adds only),
+    no state, no transaction; it reads no row, so it goes after any other append."""
+    if files.removes or files.cdcs:
+        raise ValueError("an event append adds files only")
+    return Commit(operation="WRITE", engine=APPEND_ENGINE_INFO, state=None, files=files,
+                  parameters={"mode": "Append", "partitionBy": "[]"})
+
+
 def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBASES) -> int:
     """Write ``commit`` as the next version after ``base`` (the snapshot it was computed on),
     or after the versions other writers made since when it may go after them. The version
@@ -181,7 +191,8 @@ def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBAS
         winner = read_commit(base.path, version)
         if winner is None:
             raise CommitConflict(f"{base.path}: version {version} taken, and not readable")
-        metadata = rebase(winner, metadata=metadata, protocol=base.protocol, removes=removes, version=version)
+        metadata = rebase(winner, metadata=metadata, protocol=base.protocol, removes=removes, version=version,
+                          reads_nothing=commit.state is None and commit.blind_append)
         logger.info("table %s: version %s taken by another writer that kept every row; committing after it",
                     base.path, version)
         version += 1

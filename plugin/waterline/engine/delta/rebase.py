@@ -40,13 +40,19 @@ class CommitConflict(SkippedCommit):
 
 
 def rebase(winner: Iterable[Action], *, metadata: Metadata, protocol: Protocol, removes: Iterable[str],
-           version: int) -> Metadata:
+           version: int, reads_nothing: bool = False) -> Metadata:
     """The metadata a commit (computed on ``metadata``, removing the files ``removes``) carries
     when written after the winning commit ``version`` (its actions ``winner``); raises
-    `CommitConflict` when it may not be written after it."""
+    `CommitConflict` when it may not be written after it.
+
+    ``reads_nothing``: the commit is a blind append computed from no row of the table (an
+    event log's batch), so no row change can invalidate it, as Delta lets concurrent blind
+    appends go in any order; only the table's schema, partitioning or protocol can."""
     ours = {_plain(p) for p in removes}
     new = metadata
     for action in winner:
+        if reads_nothing and isinstance(action, CommitInfo | Txn | AddFile | RemoveFile | CdcFile):
+            continue
         reason = _conflict(action, ours, metadata)
         if reason is not None:
             raise CommitConflict(f"version {version} by another writer: {reason}")
@@ -87,6 +93,11 @@ def _conflict(action: Action, ours: set[str], metadata: Metadata) -> str | None:
     if isinstance(action, OtherAction):
         return f"a {action.kind} action"
     return f"an unknown action {type(action).__name__}"
+
+
+def same_schema(a: str, b: str) -> bool:
+    """Whether two Delta schema strings describe the same schema (whoever serialised them)."""
+    return _fields(a) == _fields(b)
 
 
 def _fields(schema_string: str) -> object:
