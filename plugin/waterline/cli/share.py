@@ -2,6 +2,7 @@
 
     waterline share serve SPEC... [--host 127.0.0.1] [--port N]
     waterline share token create|list|revoke RECIPIENT --spec SPEC [--expires 30d]
+    waterline share entitlements SPEC... --at TIME [--json]
 
 The token store is ``<warehouse>/_wl_sharing/tokens.json`` of the (first) spec's
 warehouse (a file for a local one, an object for an S3 one), or ``--store PATH|s3://...``.
@@ -15,11 +16,13 @@ import logging
 import re
 import sys
 import time
+from dataclasses import asdict
 
 import click
 
-from waterline.clock import duration_us, parse_duration
+from waterline.clock import duration_us, format_instant, parse_duration, parse_instant
 from waterline.errors import WaterlineError
+from waterline.sharing.entitlements import entitled_at
 from waterline.sharing.protocol import ShareError, check_bind
 from waterline.sharing.tokens import TokenStore, default_store_path, profile
 from waterline.spec import load_specs
@@ -114,7 +117,9 @@ def token_create(recipient, spec_paths, expires, endpoint, store_path) -> None:
         if lifetime <= 0:
             raise WaterlineError("--expires: must be longer than 0 seconds")
         expires_ms = now + lifetime
-    token, record = _store(specs, store_path).create(recipient, now_ms=now, expires_ms=expires_ms)
+    store = _store(specs, store_path)
+    store.trail.audiences({spec.feed: spec.audiences for spec in specs}, at_ms=now)
+    token, record = store.create(recipient, now_ms=now, expires_ms=expires_ms)
     click.echo(json.dumps(profile(endpoint, token, expires_ms), indent=2))
     click.echo(f"token {record.id} for {recipient} created; the profile above is shown once", err=True)
 
@@ -145,6 +150,32 @@ def token_revoke(recipient, spec_paths, token_id, store_path) -> None:
     if not revoked:
         raise WaterlineError(f"no live token of {recipient!r}" + (f" with id {token_id}" if token_id else ""))
     click.echo(f"revoked {len(revoked)} token(s) of {recipient}: {', '.join(r.id for r in revoked)}")
+
+
+@share_group.command("entitlements")
+@click.argument("specs", nargs=-1, required=True)
+@click.option("--at", "at", required=True, help="The instant (ISO 8601, UTC unless it says otherwise; or 'now').")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@_STORE
+def entitlements(specs, at, as_json, store_path) -> None:
+    """Who could read which tier of SPEC...'s feeds at an instant, from the entitlement trail
+    (tokens created, revoked, expired; audiences as each server start and token creation saw them)."""
+    loaded = _specs(specs)
+    try:
+        at_us = parse_instant(at)
+    except (ValueError, WaterlineError) as exc:
+        raise WaterlineError(f"--at: {exc}") from None
+    feeds = {spec.feed for spec in loaded}
+    store = _store(loaded, store_path)
+    found = [e for e in entitled_at(store.trail.events(), at_us) if e.feed in feeds]
+    if as_json:
+        click.echo(json.dumps({"at_us": at_us, "entitlements": [asdict(e) for e in found]}, indent=2))
+        return
+    click.echo(f"entitled at {format_instant(at_us)} (trail {store.trail.path}):")
+    if not found:
+        click.echo("  nobody")
+    for e in found:
+        click.echo(f"  {e.feed}  {e.recipient}  tiers {', '.join(e.tiers)}  tokens {', '.join(e.tokens)}")
 
 
 def _expand(text: str) -> str:

@@ -74,6 +74,8 @@ class SharingServer:
                     f"feed {spec.feed}: --url-ttl {self.url_ttl_seconds}s is longer than its maintenance.time_travel "
                     f"({keep}s): `waterline maintain` could delete files a signed URL still names; shorten the "
                     "URL lifetime or lengthen time_travel")
+        # every start is on the entitlement trail: what each feed's audiences were as it began serving
+        self.store.trail.audiences({spec.feed: spec.audiences for spec in self.specs}, at_ms=self.now_ms())
         self.signer = FileSigner(self.key, self.url_ttl_seconds)
         self._s3 = None
         self._s3_lock = threading.Lock()

@@ -30,6 +30,7 @@ from typing import Any, Callable
 from waterline.engine.delta import storage
 from waterline.engine.delta.objects import conditional_put
 from waterline.errors import WaterlineError
+from waterline.sharing.entitlements import EntitlementTrail, trail_path
 from waterline.spec import FeedSpec
 
 TOKEN_PREFIX = "wlds_"
@@ -198,6 +199,7 @@ class TokenStore:
                 raise TokenError(f"token store {path}: only a local file or an s3:// object can hold it")
             self._backend = _FileBackend(Path(folder))
         self.where = self._backend.where
+        self.trail = EntitlementTrail(trail_path(self.where))
         self._lock = threading.Lock()
         self._tag: Any = None
         self._records: list[TokenRecord] = []
@@ -247,6 +249,8 @@ class TokenStore:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         record = TokenRecord(id=secrets.token_hex(4), recipient=recipient, sha256=token_hash(token),
                              created_ms=now_ms, expires_ms=expires_ms)
+        # recorded first: a failure in between over-states what the recipient could read, never under-states
+        self.trail.token_created(recipient, record.id, at_ms=now_ms, expires_ms=expires_ms)
         self._update(lambda records: (records + [record], True))
         return token, record
 
@@ -265,6 +269,8 @@ class TokenStore:
             return out, bool(revoked)
 
         self._update(change)
+        if revoked:  # recorded once the revocation holds (see create)
+            self.trail.tokens_revoked([(r.recipient, r.id) for r in revoked], at_ms=now_ms)
         return list(revoked)
 
     def _update(self, change: Callable[[list[TokenRecord]], tuple[list[TokenRecord], bool]]) -> None:
