@@ -8,7 +8,8 @@ travel come from ``deltalake``; change queries from the tier's Delta change data
 feed (the commit files' ``cdc``/``add``/``remove`` actions). Files reach clients
 through short-lived URLs (`waterline.sharing.locations`): signed by this server
 (`waterline.sharing.files`) for a local warehouse, pre-signed S3 URLs for an S3 one.
-Every request leaves one access-log line (logger ``waterline.sharing.access``).
+Every request leaves one access-log line (logger ``waterline.sharing.access``) and one
+record in the access log table beside the token store (`waterline.sharing.access_records`).
 
 Modules: `protocol` (pure protocol parts), `endpoints` (the REST handlers), `files`
 (signed URLs and ``/files``), `locations` (local vs S3), `tokens` (bearer tokens),
@@ -23,6 +24,7 @@ import logging
 import secrets
 import threading
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,6 +40,7 @@ from waterline.engine.delta import storage
 from waterline.errors import WaterlineError
 from waterline.sharing import endpoints as E
 from waterline.sharing import protocol as P
+from waterline.sharing.access_records import AccessRecords, access_path
 from waterline.sharing.files import ROUTE as FILE_ROUTE
 from waterline.sharing.files import FileSigner, serve_file
 from waterline.sharing.locations import TierLocation, s3_client, tier_location
@@ -76,6 +79,7 @@ class SharingServer:
                     "URL lifetime or lengthen time_travel")
         # every start is on the entitlement trail: what each feed's audiences were as it began serving
         self.store.trail.audiences({spec.feed: spec.audiences for spec in self.specs}, at_ms=self.now_ms())
+        self.access = AccessRecords(access_path(self.store.where))
         self.signer = FileSigner(self.key, self.url_ttl_seconds)
         self._s3 = None
         self._s3_lock = threading.Lock()
@@ -88,12 +92,12 @@ class SharingServer:
         try:
             if scheme.lower() != "bearer":
                 raise AuthError("missing token" if not header else "malformed authorization header")
-            recipient = self.store.authenticate(token.strip(), self.now_ms())
+            record = self.store.authenticate_record(token.strip(), self.now_ms())
         except AuthError as exc:
             E.access(request)["refused"] = str(exc)
             raise P.unauthenticated() from None
-        E.access(request)["recipient"] = recipient
-        return recipient
+        E.access(request).update(recipient=record.recipient, token_id=record.id)
+        return record.recipient
 
     def shares_of(self, recipient: str) -> list[str]:
         return [feed for feed, spec in self.feeds.items() if spec.audiences.get(recipient)]
@@ -231,8 +235,13 @@ def build_app(server: SharingServer) -> Starlette:
         Route(table_prefix + "/changes", endpoint(E.changes), methods=["GET"]),
         Route("/files/{token}", _guarded(files), methods=["GET", "HEAD"], name=FILE_ROUTE),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
-    return AccessLog(app)
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        await run_in_threadpool(server.access.close)  # what is queued reaches the table
+
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    return AccessLog(app, server.access)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
@@ -252,8 +261,9 @@ def _error(exc: ShareError) -> JSONResponse:
 class AccessLog:
     """ASGI middleware: one log line per HTTP request, with what the handler recorded."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, records: AccessRecords | None = None) -> None:
         self.app = app
+        self.records = records
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -277,8 +287,24 @@ class AccessLog:
             for key in ("table", "version", "files", "rows", "refused"):
                 if key in info:
                     fields.append(f"{key}={info[key]}" if key != "refused" else f"refused={info[key]!r}")
-            fields.append(f"ms={(time.perf_counter() - started) * 1000:.1f}")
+            ms = (time.perf_counter() - started) * 1000
+            fields.append(f"ms={ms:.1f}")
             access_log.info(" ".join(fields))
+            if self.records is not None:
+                first, _, last = str(info.get("version", "")).partition("-")  # "start-end" for changes
+                self.records.record({"recipient": info.get("recipient"), "token_id": info.get("token_id"),
+                                     "method": scope.get("method"), "endpoint": path, "table": info.get("table"),
+                                     "version": _int(last or first or None),
+                                     "from_version": _int(first) if last else None, "files": _int(info.get("files")),
+                                     "rows": _int(info.get("rows")), "status": status["code"], "ms": round(ms, 3),
+                                     "refused": info.get("refused")})
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -225,6 +225,10 @@ class TokenStore:
 
     def authenticate(self, token: str | None, now_ms: int) -> str:
         """The recipient ``token`` belongs to; `AuthError` if it is not a live token."""
+        return self.authenticate_record(token, now_ms).recipient
+
+    def authenticate_record(self, token: str | None, now_ms: int) -> TokenRecord:
+        """The stored record of ``token``; `AuthError` if it is not a live token."""
         if not token:
             raise AuthError("missing token")
         if not token.startswith(TOKEN_PREFIX) or len(token) > 200 or not token.isascii():
@@ -240,7 +244,7 @@ class TokenStore:
             raise AuthError(f"revoked token {match.id} of {match.recipient}")
         if match.expires_ms is not None and now_ms >= match.expires_ms:
             raise AuthError(f"expired token {match.id} of {match.recipient}")
-        return match.recipient
+        return match
 
     # -- writing ---------------------------------------------------------------------
 
