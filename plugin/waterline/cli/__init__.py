@@ -13,10 +13,12 @@ import traceback
 import click
 
 from waterline.cli.commands import cli
+from waterline.cli.report import report_group
 from waterline.cli.share import share_group
 from waterline.errors import TransientError, WaterlineError
 
 cli.add_command(share_group)
+cli.add_command(report_group)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1

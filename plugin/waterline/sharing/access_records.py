@@ -108,6 +108,13 @@ class AccessRecords:
     def read(self) -> pa.Table:
         return self._table.read()
 
+    def records(self) -> list[dict[str, Any]]:
+        """Every record written, oldest first, ``at`` in µs."""
+        rows = self.read().to_pylist()
+        for row in rows:
+            row["at"] = int(row["at"].timestamp() * 1_000_000)
+        return sorted(rows, key=lambda r: r["at"])
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self._wake.wait(self.flush_s)
