@@ -30,7 +30,7 @@ the bench sets the modification time of every file of the feed's tables back by 
 vacuum and log cleanup act as they would over a real day (``--wall-clock``: no aging).
 
 Usage: python -m bench.soak [--hours 24] [--rows-per-minute 60] [--maintain-every-minutes 60]
-       [--probe-every 0] [--wall-clock] [--workdir DIR] [--keep] [--json]
+       [--probe-every 0] [--wall-clock] [--workdir DIR] [--keep] [--json] [--progress FILE]
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def maintain_summary(result) -> dict[str, dict[str, int]]:
 
 
 def run_soak(root: Path, *, hours: int, rows_per_minute: int, maintain_every: int, probe_every: int,
-             age: bool = True) -> dict:
+             age: bool = True, progress: Path | None = None) -> dict:
     """The simulated life of the feed under ``root``; per-hour records and maintain runs."""
     from tests.sharing.conftest import serve
     from waterline import Feed
@@ -220,9 +220,13 @@ def run_soak(root: Path, *, hours: int, rows_per_minute: int, maintain_every: in
             record["tiers"] = {tier: table_sizes(feed.tier_path(tier)) for tier in TIERS}
             if hour in (0, BASELINE_HOUR, hours - 1) or (probe_every and hour % probe_every == 0):
                 if server is None:  # started once the tier tables exist; stopped below
-                    server = serve(spec, root, audiences=AUDIENCES)
+                    # tokens that outlive the run: a day's soak takes hours of wall time
+                    server = serve(spec, root, audiences=AUDIENCES, token_ttl_ms=7 * 24 * 3_600_000)
                 record.update(probe(feed, f"{server.profiles['acme']}#{FEED}.tiers.{SHARED}"))
             records.append(record)
+            if progress is not None:  # each hour as it ends: a run cut short keeps what it measured
+                with open(progress, "a") as fh:
+                    fh.write(json.dumps(record) + "\n")
             if age:
                 age_tables([feed.tier_path(t) for t in TIERS] + [spec.held_path], 3600)
             log(f"hour {hour} ({key}): ingest {record['ingest_s']}s, release p50 {record['release_p50_ms']} ms, "
@@ -306,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="a fresh folder is made in it (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep the feed's folder afterwards")
     parser.add_argument("--json", action="store_true", help="print the result as JSON after the table")
+    parser.add_argument("--progress", type=Path, default=None,
+                        help="append each hour's record to this JSON-lines file as the hour ends")
     args = parser.parse_args(argv)
     if not (2 <= args.hours <= 24 * 31 and 1 <= args.rows_per_minute <= 100_000 and args.maintain_every_minutes >= 0):
         parser.error("need 2 <= --hours <= 744, 1 <= --rows-per-minute <= 100000, --maintain-every-minutes >= 0")
@@ -316,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run_soak(root, hours=args.hours, rows_per_minute=args.rows_per_minute,
                           maintain_every=args.maintain_every_minutes, probe_every=args.probe_every,
-                          age=not args.wall_clock)
+                          age=not args.wall_clock, progress=args.progress)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

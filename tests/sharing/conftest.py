@@ -49,12 +49,14 @@ def write_profile(folder: Path, name: str, endpoint: str, token: str) -> str:
     return str(path)
 
 
-def serve(spec, root: Path, *, audiences=AUDIENCES, url_ttl_seconds: int = 600) -> LiveServer:
+def serve(spec, root: Path, *, audiences=AUDIENCES, url_ttl_seconds: int = 600,
+          token_ttl_ms: int = 3_600_000) -> LiveServer:
     """A live server for ``spec`` whose token store is the spec's default one (a file, or an
-    object in an S3 warehouse), with one token and a profile file per recipient."""
+    object in an S3 warehouse), with one token (living ``token_ttl_ms``) and a profile file
+    per recipient."""
     store = TokenStore(default_store_path(spec))
     now = int(time.time() * 1000)
-    tokens = {r: store.create(r, now_ms=now, expires_ms=now + 3_600_000)[0] for r in audiences}
+    tokens = {r: store.create(r, now_ms=now, expires_ms=now + token_ttl_ms)[0] for r in audiences}
     server = LiveServer(SharingServer([spec], store, url_ttl_seconds=url_ttl_seconds))
     server.tokens = tokens
     server.store = store
