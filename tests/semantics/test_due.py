@@ -57,11 +57,15 @@ def test_a_release_committed_before_its_changes_were_due_is_caught():
     assert (E + 20 * MIN) - due >= 0
 
 
+def _per_identity(versions):
+    """Each identity's versions: its history, what ``row_state`` and ``due_since`` take."""
+    return [[v for v in versions if v.identity == identity] for identity in IDENTITIES]
+
+
 @property_settings()
 @given(histories(), tiers, release_points, read_points)
 def test_the_state_holds_from_its_due_instant_to_w_and_not_just_before(versions, tier, w, s):
-    for identity in IDENTITIES:
-        history = [v for v in versions if v.identity == identity]
+    for history in _per_identity(versions):
         final = row_state(history, tier, w, s)
         due = due_since(history, tier, w, s)
         assert due <= w
@@ -76,8 +80,7 @@ def test_the_state_holds_from_its_due_instant_to_w_and_not_just_before(versions,
 @property_settings()
 @given(histories(), tiers, release_points, read_points)
 def test_a_shown_row_is_due_at_the_start_of_its_visibility_interval(versions, tier, w, s):
-    for identity in IDENTITIES:
-        history = [v for v in versions if v.identity == identity]
+    for history in _per_identity(versions):
         shown = row_state(history, tier, w, s)
         if shown is not None:
             [start] = [a for a, b in shown.vis_for(tier) if a <= w < b]

@@ -48,8 +48,7 @@ SCHEMA = pa.schema([
 
 def access_path(store_where: str) -> str:
     """The access log of the token store at ``store_where``: the folder ``access`` beside it."""
-    folder = store_where.rstrip("/").rpartition("/")[0] or "."
-    return storage.join(folder, TABLE)
+    return storage.beside(store_where, TABLE)
 
 
 class AccessRecords:

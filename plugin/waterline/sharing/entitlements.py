@@ -48,8 +48,7 @@ SCHEMA = pa.schema([
 def trail_path(store_where: str) -> str:
     """Where the trail of the token store at ``store_where`` (a file path or an S3 URI) lives:
     the folder ``entitlements`` beside it."""
-    folder = store_where.rstrip("/").rpartition("/")[0] or "."
-    return storage.join(folder, TABLE)
+    return storage.beside(store_where, TABLE)
 
 
 def _instant(us: int | None) -> datetime | None:
@@ -97,29 +96,43 @@ class Entitlement:
     tokens: tuple[str, ...]  # live token ids then
 
 
+class Replay:
+    """The trail's events applied in order (oldest first), so that who is entitled can be
+    asked at successive instants without replaying the trail from its start each time."""
+
+    def __init__(self, events: Sequence[Mapping[str, Any]]) -> None:
+        self._events, self._next = events, 0
+        self._live: dict[str, dict[str, int | None]] = {}  # recipient -> token id -> expiry
+        self._audiences: dict[str, dict[str, list[str]]] = {}
+
+    def entitled_at(self, at_us: int) -> list[Entitlement]:
+        """`entitled_at` for ``at_us``, which must not be before the last instant asked."""
+        while self._next < len(self._events) and self._events[self._next]["at"] <= at_us:
+            self._apply(self._events[self._next])
+            self._next += 1
+        out = []
+        for feed, by_recipient in sorted(self._audiences.items()):
+            for recipient, tiers in sorted(by_recipient.items()):
+                tokens = tuple(sorted(t for t, expires in self._live.get(recipient, {}).items()
+                                      if expires is None or at_us < expires))
+                if tokens and tiers:
+                    out.append(Entitlement(feed=feed, recipient=recipient, tiers=tuple(tiers), tokens=tokens))
+        return out
+
+    def _apply(self, e: Mapping[str, Any]) -> None:
+        if e["event"] == CREATED:
+            self._live.setdefault(e["recipient"], {})[e["token_id"]] = e["expires"]
+        elif e["event"] == REVOKED:
+            self._live.get(e["recipient"], {}).pop(e["token_id"], None)
+        elif e["event"] == AUDIENCES:
+            self._audiences[e["feed"]] = json.loads(e["audiences"])
+
+
 def entitled_at(events: Sequence[Mapping[str, Any]], at_us: int) -> list[Entitlement]:
     """Who could read which tier of which feed at ``at_us``: recipients holding a live token
     (created, not revoked, not expired by then), for the tiers the feed's audiences last
     recorded at or before then give them. Sorted by feed and recipient."""
-    live: dict[str, dict[str, int | None]] = {}  # recipient -> token id -> expiry
-    audiences: dict[str, dict[str, list[str]]] = {}
-    for e in events:
-        if e["at"] > at_us:
-            break
-        if e["event"] == CREATED:
-            live.setdefault(e["recipient"], {})[e["token_id"]] = e["expires"]
-        elif e["event"] == REVOKED:
-            live.get(e["recipient"], {}).pop(e["token_id"], None)
-        elif e["event"] == AUDIENCES:
-            audiences[e["feed"]] = json.loads(e["audiences"])
-    out = []
-    for feed, by_recipient in sorted(audiences.items()):
-        for recipient, tiers in sorted(by_recipient.items()):
-            tokens = tuple(sorted(t for t, expires in live.get(recipient, {}).items()
-                                  if expires is None or at_us < expires))
-            if tokens and tiers:
-                out.append(Entitlement(feed=feed, recipient=recipient, tiers=tuple(tiers), tokens=tokens))
-    return out
+    return Replay(events).entitled_at(at_us)
 
 
 def now_ms() -> int:

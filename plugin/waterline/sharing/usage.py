@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from waterline.errors import WaterlineError
-from waterline.sharing.entitlements import entitled_at
+from waterline.sharing.entitlements import Replay
 
 DAY_US = 86_400_000_000
 
@@ -65,11 +65,17 @@ def usage_report(month: str, feeds: Mapping[str, Iterable[str]], events: Sequenc
     ``events`` (oldest first, µs instants) and the access records (``at`` in µs)."""
     start, end = month_range(month)
     entitled: dict[tuple[str, str, str], set[int]] = {}  # (feed, tier, recipient) -> days (index in month)
+    replay, later = Replay(events), 0
     for day, day_start in enumerate(range(start, end, DAY_US)):
         # entitlements start only at events, so a day's are those at its start and at its events
-        instants = [day_start] + [e["at"] for e in events if day_start < e["at"] < day_start + DAY_US]
+        while later < len(events) and events[later]["at"] <= day_start:
+            later += 1
+        instants = [day_start]
+        while later < len(events) and events[later]["at"] < day_start + DAY_US:
+            instants.append(events[later]["at"])
+            later += 1
         for at in instants:
-            for e in entitled_at(events, at):
+            for e in replay.entitled_at(at):
                 for tier in e.tiers:
                     if e.feed in feeds and tier in feeds[e.feed]:
                         entitled.setdefault((e.feed, tier, e.recipient), set()).add(day)

@@ -54,6 +54,11 @@ def join(base: str | os.PathLike, *parts: str) -> str:
     return str(Path(base).joinpath(*parts))
 
 
+def beside(path: str, name: str) -> str:
+    """``name`` in the folder that holds ``path`` (a file path or a URI)."""
+    return join(str(path).rstrip("/").rpartition("/")[0] or ".", name)
+
+
 def local_folder(path: str | os.PathLike) -> Path | None:
     """The local folder behind ``path``; None for an object-store URI."""
     text = str(path)
