@@ -340,15 +340,15 @@ class Feed:
             out[tier], plans = room.audit_tier(self.spark, self.spec, self._tier(tier), clock=self.clock, plans=plans)
         return out
 
-    def audit_history(self, tiers: list[str] | None = None, *, from_: Instant | None = None,
-                      to: Instant | None = None) -> dict[str, TierProof]:
+    def audit_history(self, start: Instant | None = None, end: Instant | None = None, *,
+                      tiers: list[str] | None = None) -> dict[str, TierProof]:
         """The release proof of each tier (all by default) over its commits that committed in
-        ``[from_, to]`` (default: every retained one): for every row each commit released, the
+        ``[start, end]`` (default: every retained one): for every row each commit released, the
         instant it became due (recomputed from the row and the tier's policy) against when the
         commit happened; a row committed before it was due is a breach. Commits the proof cannot
         see (cleaned from the log, before the change data feed) are named in ``unproven``."""
-        from_us = None if from_ is None else self._instant(from_, "--from")
-        to_us = None if to is None else self._instant(to, "--to")
+        from_us = None if start is None else self._instant(start, "--from")
+        to_us = None if end is None else self._instant(end, "--to")
         if from_us is not None and to_us is not None and to_us < from_us:
             raise WaterlineError(f"audit: --to {format_instant(to_us)} is before --from {format_instant(from_us)}")
         room = _spark_room()

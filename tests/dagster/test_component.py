@@ -101,9 +101,10 @@ def test_scaffolded_component_builds_the_spec_definitions(project):
     assert summary["assets"]["ticks/held"]["partitions"] == "DailyPartitionsDefinition"
     assert summary["assets"]["ticks/held"]["first"] == "2026-01-05"
     assert summary["assets"]["ticks/delayed_15m"]["deps"] == ["ticks/held"]
-    assert summary["jobs"] == ["ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
     assert summary["sensors"] == [("ticks_release_sensor", 30)]
-    assert summary["schedules"] == [("ticks_maintain_schedule", "0 * * * *")]
+    assert summary["schedules"] == [("ticks_audit_schedule", "0 * * * *"), ("ticks_maintain_schedule", "0 * * * *")]
+    assert "ticks/delayed_15m:released_on_time" in summary["checks"]
 
     component = ReleaseFeed.from_attributes_dict(attributes=document["attributes"])
     assert component.feed_spec(base_dir=project) == load_spec(TICKS, base_dir=project)

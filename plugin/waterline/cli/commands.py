@@ -195,7 +195,7 @@ def audit(spec: str, tier: str | None, from_: str | None, to: str | None, as_jso
     Exit 3 when a row was released early or some commits could not be proven."""
     feed = _feed(spec)
     tiers = [_tier(feed, tier)] if tier else None
-    proofs = feed.audit_history(tiers, from_=from_, to=to)
+    proofs = feed.audit_history(from_, to, tiers=tiers)
     if as_json:
         click.echo(json.dumps({t: p.to_dict() for t, p in proofs.items()}, indent=2, default=str))
     else:

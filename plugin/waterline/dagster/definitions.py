@@ -18,6 +18,12 @@ from dagster import (
 
 from waterline.dagster.assets import build_held_asset, build_tier_assets
 from waterline.dagster.checks import build_quarantine_check, build_tier_checks
+from waterline.dagster.proof_check import (
+    build_audit_job,
+    build_audit_schedule,
+    build_release_proof_check,
+    proof_check_keys,
+)
 from waterline.dagster.maintenance import build_maintain_job, build_maintain_schedule
 from waterline.dagster.sensors import build_release_sensor, release_job_name
 from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource, default_resource, from_pyspark_resource
@@ -83,11 +89,13 @@ def definitions_from_specs(
         checks += [
             build_tier_checks(spec, translator, resource_key=RESOURCE_KEY),
             build_quarantine_check(spec, translator),
+            build_release_proof_check(spec, translator, resource_key=RESOURCE_KEY),
         ]
         tier_keys = [translator.get_asset_key(spec, tier) for tier in spec.tiers]
         release_job = define_asset_job(
             release_job_name(spec),
-            selection=AssetSelection.assets(*tier_keys),
+            # the release proof runs in <feed>_audit: a release run stays one release and its checks
+            selection=AssetSelection.assets(*tier_keys) - AssetSelection.checks(*proof_check_keys(spec, translator)),
             executor_def=in_process_executor,
             description=f"Release every tier of feed {spec.feed} to the current waterline, then check the tiers.",
             tags={"waterline/feed": spec.feed, "waterline/op": "release", RELEASE_CONCURRENCY_TAG: spec.feed},
@@ -100,10 +108,12 @@ def definitions_from_specs(
             tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},
         )
         maintain_job = build_maintain_job(spec, resource_key=RESOURCE_KEY)
-        jobs += [release_job, ingest_job, maintain_job]
+        audit_job = build_audit_job(spec, translator)
+        jobs += [release_job, ingest_job, maintain_job, audit_job]
         sensors.append(build_release_sensor(spec, job=release_job, default_status=default_sensor_status))
-        schedules.append(build_maintain_schedule(spec, maintain_job, default_status=DefaultScheduleStatus(
-            default_sensor_status.value)))
+        schedule_status = DefaultScheduleStatus(default_sensor_status.value)
+        schedules += [build_maintain_schedule(spec, maintain_job, default_status=schedule_status),
+                      build_audit_schedule(spec, audit_job, default_status=schedule_status)]
     return Definitions(
         assets=assets,
         asset_checks=checks,
