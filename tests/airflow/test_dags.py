@@ -23,8 +23,10 @@ def test_the_demo_dag_file_parses_into_an_ingest_a_release_and_a_maintain_dag_pe
 
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["indicators_ingest", "indicators_maintain", "indicators_release",
-                                   "ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert sorted(bag.dag_ids) == ["indicators_audit", "indicators_ingest", "indicators_maintain", "indicators_release",
+                                   "ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+    audit = bag.dags["ticks_audit"]
+    assert [t.task_id for t in audit.tasks] == ["audit"] and audit.timetable.expression == "0 * * * *"
     ingest, release = bag.dags["ticks_ingest"], bag.dags["ticks_release"]
     assert [t.task_id for t in ingest.tasks] == ["ingest"] and [t.task_id for t in release.tasks] == ["release"]
     maintain = bag.dags["ticks_maintain"]

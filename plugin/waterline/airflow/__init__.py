@@ -8,31 +8,51 @@ Per feed: ``<feed>_ingest`` (a run per partition; data intervals are
 partitions, so ``catchup`` and ``airflow backfill create`` ingest past ones)
 and ``<feed>_release`` (continuous; a deferrable task waits in the triggerer
 for the next due moment, reading Delta commit metadata only, then releases).
-Assets ``<feed>/held`` and ``<feed>/<tier>``; a release's asset events carry
+``<feed>_maintain`` and ``<feed>_audit`` (hourly by default: keep the tables
+flat; prove the releases since the last audit were on time). Assets
+``<feed>/held`` and ``<feed>/<tier>``; a release's asset events carry
 the tier's W_T in their ``extra``.
 
 The pieces, as in an Airflow provider: `WaterlineHook` (the ``waterline``
 connection: where Spark runs) returns a `waterline.Feed`; the operators
-`WaterlineIngestOperator` and `WaterlineReleaseOperator` and the trigger
+`WaterlineIngestOperator`, `WaterlineReleaseOperator`, `WaterlineMaintainOperator`
+and `WaterlineAuditOperator` and the trigger
 `WaterlineDueTrigger` are thin adapters over it; `partitions_for_run` and
 `partitions_in_interval` are the pure mapping of runs to partitions. See
 docs/airflow.md.
 """
 
 from waterline.airflow.assets import held_asset, tier_asset, tier_assets
-from waterline.airflow.dags import dags_from_specs, ingest_dag, ingest_dag_id, release_dag, release_dag_id
+from waterline.airflow.dags import (
+    audit_dag,
+    audit_dag_id,
+    dags_from_specs,
+    ingest_dag,
+    ingest_dag_id,
+    release_dag,
+    release_dag_id,
+)
 from waterline.airflow.errors import airflow_failures
 from waterline.airflow.hooks import WaterlineHook
-from waterline.airflow.operators import WaterlineIngestOperator, WaterlineReleaseOperator
+from waterline.airflow.operators import (
+    WaterlineAuditOperator,
+    WaterlineIngestOperator,
+    WaterlineMaintainOperator,
+    WaterlineReleaseOperator,
+)
 from waterline.airflow.partitions import partitions_for_run, partitions_in_interval
 from waterline.airflow.triggers import WaterlineDueTrigger
 
 __all__ = [
+    "WaterlineAuditOperator",
     "WaterlineDueTrigger",
     "WaterlineHook",
     "WaterlineIngestOperator",
+    "WaterlineMaintainOperator",
     "WaterlineReleaseOperator",
     "airflow_failures",
+    "audit_dag",
+    "audit_dag_id",
     "dags_from_specs",
     "held_asset",
     "ingest_dag",

@@ -14,6 +14,10 @@ Dagster job ``<feed>_release`` and assets ``[feed, tier]``.
 ``<feed>_maintain``: on the spec's ``maintenance.every`` (hourly by default), one
 task compacts, vacuums, checkpoints and cleans the feed's tables under the feed
 lease, as the Dagster job ``<feed>_maintain`` does.
+
+``<feed>_audit``: on the same schedule, one task proving the releases since its
+last run were on time (`WaterlineAuditOperator`), as the Dagster job
+``<feed>_audit`` does; it fails on a breach.
 """
 
 from __future__ import annotations
@@ -25,7 +29,12 @@ from typing import Any, Iterable, Union
 from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
 
 from waterline.airflow.hooks import WaterlineHook
-from waterline.airflow.operators import WaterlineIngestOperator, WaterlineMaintainOperator, WaterlineReleaseOperator
+from waterline.airflow.operators import (
+    WaterlineAuditOperator,
+    WaterlineIngestOperator,
+    WaterlineMaintainOperator,
+    WaterlineReleaseOperator,
+)
 from waterline.spec import FeedSpec
 from waterline.spec.loader import load_feed_specs
 from waterline.spec.partitions import DAILY_FORMAT, HOURLY_FORMAT
@@ -47,6 +56,10 @@ def release_dag_id(spec: FeedSpec) -> str:
 
 def maintain_dag_id(spec: FeedSpec) -> str:
     return f"{spec.feed}_maintain"
+
+
+def audit_dag_id(spec: FeedSpec) -> str:
+    return f"{spec.feed}_audit"
 
 
 def dags_from_specs(
@@ -79,6 +92,9 @@ def dags_from_specs(
         dags[ingest.dag_id] = ingest
         dags[release.dag_id] = release
         dags[maintain.dag_id] = maintain
+        audit = audit_dag(spec, is_paused_upon_creation=release_paused, default_args=default_args,
+                          waterline_conn_id=waterline_conn_id)
+        dags[audit.dag_id] = audit
     return dags
 
 
@@ -142,6 +158,21 @@ def maintain_dag(
                    f"Compact, vacuum, checkpoint and clean feed {spec.feed}'s tables.",
                    is_paused_upon_creation, default_args) as dag:
         WaterlineMaintainOperator(task_id="maintain", spec=spec, waterline_conn_id=waterline_conn_id)
+    return dag
+
+
+def audit_dag(
+    spec: FeedSpec,
+    *,
+    is_paused_upon_creation: bool | None = None,
+    default_args: dict[str, Any] | None = None,
+    waterline_conn_id: str | None = WaterlineHook.default_conn_name,
+) -> DAG:
+    """``<feed>_audit``: every ``maintenance.every``, one task proving the releases since its last run."""
+    with _feed_dag(spec, audit_dag_id(spec), CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"),
+                   f"Prove feed {spec.feed}'s releases since the last audit were on time.",
+                   is_paused_upon_creation, default_args) as dag:
+        WaterlineAuditOperator(task_id="audit", spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
 
 

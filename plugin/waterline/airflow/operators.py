@@ -1,4 +1,5 @@
-"""Airflow operators over `waterline.Feed`: ingest partitions, release tiers, maintain tables.
+"""Airflow operators over `waterline.Feed`: ingest partitions, release tiers, maintain tables,
+prove releases were on time.
 
 Thin adapters: a `WaterlineHook` hands each task a `Feed` (Spark settings from
 the ``waterline`` connection, the spec's ``spark:`` key and the environment),
@@ -13,7 +14,7 @@ without retries, with the CLI's one-line message.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -27,6 +28,7 @@ from waterline.airflow.partitions import partitions_for_run
 from waterline.airflow.triggers import ARMED, DUE, IDLE, WaterlineDueTrigger
 from waterline.clock import format_instant
 from waterline.engine.core.due import arming_line
+from waterline.engine.core.results import TierProof
 from waterline.errors import WaterlineError
 from waterline.feed import Feed
 from waterline.spec import FeedSpec
@@ -118,6 +120,74 @@ class WaterlineMaintainOperator(_FeedOperator):
         return result.to_dict()
 
 
+class WaterlineAuditOperator(_FeedOperator):
+    """Prove the feed's releases were on time (`waterline.Feed.audit_history`, docs/compliance.md).
+
+    Without ``start`` (templated) it proves the commits since the last run of this task (its
+    XCom ``proven_through_us``, the trusted clock when that run started; the first run: every
+    retained commit), so each commit is proven once. A row released before it was due, or a
+    commit the proof could not see, fails the task at once (no retries: a re-run finds the
+    same) with one line naming the tiers; the rows are in the task log.
+    """
+
+    template_fields: Sequence[str] = ("start", "end", "tier")
+
+    def __init__(self, *, spec: FeedSpec, start: str | None = None, end: str | None = None, tier: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(spec=spec, **kwargs)
+        self.start, self.end, self.tier = start, end, tier
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        feed = self.get_feed()
+        with airflow_failures(self.log):
+            end = self.end if self.end is not None else feed.clock.now_us()
+            start = self.start if self.start is not None else _proven_through(context, self.task_id)
+            self._start_spark(feed)
+            proofs = feed.audit_history(start, end, tiers=None if self.tier is None else [self.tier])
+        for line in proof_lines(feed.name, proofs):
+            self.log.info("%s", line)
+        if self.end is None:
+            context["ti"].xcom_push(key=PROVEN_THROUGH, value=end)
+        if failure := audit_failure(feed.name, proofs):
+            raise AirflowFailException(failure)
+        return {tier: {"commits": len(p.releases), "breaches": p.breach_count, "unproven": len(p.unproven)}
+                for tier, p in proofs.items()}
+
+
+PROVEN_THROUGH = "proven_through_us"
+
+
+def _proven_through(context: Context, task_id: str) -> int | None:
+    """Where this task's last run ended: the newest ``proven_through_us`` of its earlier runs."""
+    pulled = context["ti"].xcom_pull(task_ids=task_id, key=PROVEN_THROUGH, include_prior_dates=True)
+    values = [v for v in (pulled if isinstance(pulled, list) else [pulled]) if isinstance(v, int)]
+    return max(values, default=None)
+
+
+def proof_lines(feed: str, proofs: Mapping[str, TierProof]) -> list[str]:
+    """The task log's account of a proof: a line per tier, then each breach and unproven range."""
+    lines = []
+    for tier, p in proofs.items():
+        margins = [r.min_margin_us for r in p.releases if r.min_margin_us is not None]
+        least = "none" if not margins else f"{min(margins) / 1e6:.3f} s"
+        lines.append(f"audit {feed}/{tier}: {len(p.releases)} commits, "
+                     f"{sum(r.inserted + r.updated for r in p.releases)} rows released, least margin {least}, "
+                     f"{p.breach_count} breaches" + ("" if p.exists else " (no table yet)"))
+        lines += [f"BREACH {feed}/{tier} v{b.version} {b.change} {b.key} (seq {b.seq}): due {_instant(b.due_us)}, "
+                  f"committed before {_instant(b.committed_us)}" for b in p.breaches]
+        lines += [f"not proven {feed}/{tier} versions {a}-{b}: {why}" for a, b, why in p.unproven]
+    return lines
+
+
+def audit_failure(feed: str, proofs: Mapping[str, TierProof]) -> str | None:
+    """The task's one-line failure for a proof that is not clean (None when it is)."""
+    early = {t: p.breach_count for t, p in proofs.items() if p.breach_count}
+    unseen = [t for t, p in proofs.items() if p.unproven]
+    parts = [f"{n} row(s) of tier {t} released before they were due" for t, n in early.items()]
+    parts += [f"tier {t} has commits the proof could not see" for t in unseen]
+    return f"audit {feed}: " + "; ".join(parts) + " (see the task log)" if parts else None
+
+
 class WaterlineReleaseOperator(_FeedOperator):
     """Release every tier of a feed not on hold, when a release is due.
 
@@ -200,4 +270,5 @@ def _instant(us: int | None) -> str:
     return "none" if us is None else format_instant(us)
 
 
-__all__ = ["WaterlineIngestOperator", "WaterlineReleaseOperator"]
+__all__ = ["WaterlineAuditOperator", "WaterlineIngestOperator", "WaterlineMaintainOperator",
+           "WaterlineReleaseOperator"]
