@@ -187,13 +187,63 @@ def test_commits_whose_change_data_was_vacuumed_are_named_and_the_rest_proven(sp
     path = spec.tier_path("d10")
     first = next(v for v in range(TableLog.open(path).version + 1)
                  if any(isinstance(a, AddFile) for a in read_commit(path, v) or []))
-    feed.maintain(tier="d10")  # OPTIMIZE: the added files are tombstones now
-    for action in read_commit(path, first):
+    spark.sql(f"OPTIMIZE delta.`{path}`")  # a user's OPTIMIZE (maintain would keep the proofs first)
+    for action in read_commit(path, first):  # the added files are tombstones now
         if isinstance(action, AddFile):
             (Path(path) / action.path).unlink()  # what vacuum does past the retention
     proof = _prove_all(spark, spec)["d10"]
     assert proof.unproven == ((first, first, "change data vacuumed (past the tier's maintenance.time_travel)"),)
     assert sum(r.inserted for r in proof.releases) == 2 and proof.breach_count == 0
+
+
+def test_proofs_maintain_keeps_outlive_vacuumed_change_data_and_log_cleanup(spark, tmp_path):
+    """maintain proves each tier's new commits before it vacuums and keeps the proofs: after
+    the change data of the first releases is vacuumed and the log cleaned to a checkpoint,
+    the audit still proves every release, and a breach kept is still named with its row."""
+    from waterline import Feed
+    from waterline.clock import FixedClock
+    from waterline.engine.delta.actions import AddFile
+    from waterline.engine.delta.kept_proofs import KeptProofs, kept_proofs_path
+    from waterline.engine.delta.table_log import TableLog, read_commit
+
+    spec = make_spec(tmp_path, {"d10": POLICIES["d10"]})
+    feed = Feed(spec, spark=spark, clock=far_future_clock())
+    rows = []
+    for i in range(3):
+        rows.append({"id": i, "event_time": _iso(BASE_US + 5 * i * MINUTE), "status": "final", "embargo_until": None,
+                     "v": "x"})
+        write_partition(tmp_path, "a", rows)
+        feed.ingest("a")
+        feed.release(as_of=BASE_US + (5 * i + 12) * MINUTE)
+    now = int(time.time() * 1_000_000)  # a release whose clock runs an hour ahead: row 7 goes out early
+    write_partition(tmp_path, "b", [{"id": 7, "event_time": _iso(now), "status": "final", "embargo_until": None,
+                                     "v": "y"}])
+    ahead = Feed(spec, spark=spark, clock=FixedClock(now + 60 * MINUTE))
+    ahead.ingest("b")
+    ahead.release()
+    before = _prove_all(spark, spec)["d10"]
+    assert before.breach_count == 1 and not before.unproven
+
+    path = spec.tier_path("d10")
+    first = next(v for v in range(TableLog.open(path).version + 1)
+                 if any(isinstance(a, AddFile) for a in read_commit(path, v) or []))
+    assert feed.maintain(tier="d10").tables["d10"].commits_proven == len(before.releases)
+    feed.maintain(tier="d10")  # an hour later: proves maintain's own commits (nothing to prove) and checkpoints
+    kept = KeptProofs(kept_proofs_path(spec.feed_dir)).of("d10")
+    assert [r.version for r in kept.releases] == [r.version for r in before.releases]
+    for action in read_commit(path, first):  # OPTIMIZE made them tombstones; vacuum deletes them
+        if isinstance(action, AddFile):
+            (Path(path) / action.path).unlink()
+    checkpoint = TableLog.open(path).checkpoint_and_clean()
+    for old in sorted((Path(path) / "_delta_log").glob("*.json"))[:checkpoint]:  # what log cleanup does
+        old.unlink()
+
+    after = _prove_all(spark, spec)["d10"]
+    assert after.unproven == () and after.clean is False  # the breach, not a gap, makes it unclean
+    assert [r.version for r in after.releases] == [r.version for r in before.releases]
+    assert sum(r.inserted for r in after.releases) == sum(r.inserted for r in before.releases) == 4
+    [breach] = after.breaches
+    assert breach == before.breaches[0] and breach.key == ("b", 7) and breach.due_us == now + 10 * MINUTE
 
 
 def test_waterline_audit_exits_3_on_a_breach_and_names_the_row(spark, tmp_path):

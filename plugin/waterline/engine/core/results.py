@@ -106,9 +106,12 @@ class TableMaintenance(_Result):
     staged_files_removed: int = 0  # files of stages that never committed
     log_files_removed: int = 0  # commit and checkpoint files past the log retention
     checkpoint_version: int | None = None
+    commits_proven: int = 0  # release proofs kept before vacuum (tiers)
 
     def summary(self, feed: str) -> str:
-        return (f"{feed}/{self.table}: {self.files_before} -> {self.files_after} files "
+        return (f"{feed}/{self.table}: " + (f"{self.commits_proven} commits proven and kept, "
+                                              if self.commits_proven else "")
+                + f"{self.files_before} -> {self.files_after} files "
                 f"({self.files_compacted} compacted), {self.files_vacuumed} vacuumed, "
                 f"{self.log_files_removed} log files and {self.staged_files_removed} staged files removed"
                 + (f", checkpoint at {self.checkpoint_version}" if self.checkpoint_version is not None else ""))

@@ -5,6 +5,10 @@ per tier; left alone, a tier read after a day of one-minute releases opens
 hundreds of files and replays a long log. `maintain`, under the feed lease
 (so no release or ingest of the feed commits meanwhile), keeps each table flat:
 
+0. **proofs kept** (tiers only): the release proof of the commits since the last kept
+   one, kept in ``<warehouse>/<feed>/_wl_proofs`` before vacuum deletes the change data
+   it reads (`waterline.engine.spark.proof.keep_proofs`); a proof that fails stops the
+   maintenance of the tier, so nothing unproven is vacuumed;
 1. **retention properties**: ``delta.logRetentionDuration`` and
    ``delta.deletedFileRetentionDuration`` follow the spec's
    ``maintenance.time_travel``, so log cleanup and checkpoints keep exactly the
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
@@ -43,6 +48,7 @@ from waterline.engine.delta.objects import delete_objects, delete_tree, list_tre
 from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease, feed_lease
+from waterline.engine.spark.proof import keep_proofs
 from waterline.spec import FeedSpec
 
 HELD = "held"
@@ -58,13 +64,17 @@ def maintain(spark: SparkSession, spec: FeedSpec, *, tiers: list[str] | None = N
     retention_us = spec.maintenance.time_travel_us
     names = list(tiers) if tiers is not None else [*spec.tiers, HELD]
     out: dict[str, TableMaintenance] = {}
+    plans = None
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         for name in names:
             path = spec.held_path if name == HELD else spec.tier_path(name)
             if not TableLog.open(path).exists:
                 continue
-            out[name] = _maintain_table(spark, name, path, retention_us=retention_us,
-                                        now_s=time.time(), lease=lease)
+            proven = 0
+            if name != HELD:
+                proven, plans = keep_proofs(spark, spec, name, plans)
+            out[name] = replace(_maintain_table(spark, name, path, retention_us=retention_us, now_s=time.time(),
+                                                lease=lease), commits_proven=proven)
     return MaintainResult(feed=spec.feed, retention_us=retention_us, tables=out)
 
 

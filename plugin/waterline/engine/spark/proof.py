@@ -14,6 +14,9 @@ A commit by another writer that changes rows (a RESTORE, a DELETE by hand) is pr
 release, at the newest W_T recorded at or before it. Commits the proof cannot see are named,
 never passed: versions cleaned from the log, and versions written before the tier's change
 data feed was on.
+
+`maintain` proves each tier's new commits before it vacuums and keeps the proofs
+(`waterline.engine.delta.kept_proofs`); the proof takes the commits kept as they were kept.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pyspark.sql import functions as F
 from waterline.engine.core import columns as C
 from waterline.engine.core.results import Breach, ReleaseProof, TierProof
 from waterline.engine.delta.commit_record import CommitRecord, change_data_missing, change_feed_since, commit_records
+from waterline.engine.delta.kept_proofs import KeptProofs, kept_proofs_path
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import compile_tiers
 from waterline.policy import ReleasePlan
@@ -46,19 +50,50 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
                to_us: int | None = None, plans: Mapping[str, ReleasePlan] | None = None,
                with_rows: bool = False) -> tuple[TierProof, Mapping[str, ReleasePlan] | None]:
     """The proof of ``tier``'s commits that committed in ``[from_us, to_us]`` (default: every
-    retained one), and the compiled plans (pass them back in for the next tier). ``with_rows``:
-    also every change with its due instant (tests and small ranges)."""
+    retained one), and the compiled plans (pass them back in for the next tier): the commits
+    `keep_proofs` kept as they were kept, the later ones from the change data feed.
+    ``with_rows``: also every change of the later ones with its due instant (tests)."""
+    kept = KeptProofs(kept_proofs_path(spec.feed_dir)).of(tier)
+    live, plans, _ = _prove(spark, spec, tier, kept.through, from_us=from_us, to_us=to_us, plans=plans,
+                            with_rows=with_rows)
+    if kept.through < 0:
+        return live, plans
+    old = kept.within(from_us, to_us)
+    return TierProof(tier=tier, exists=live.exists, releases=old.releases + live.releases,
+                     breaches=old.breaches + live.breaches,
+                     unproven=tuple(sorted([u[:3] for u in old.unproven] + list(live.unproven))),
+                     rows=live.rows), plans
+
+
+def keep_proofs(spark: SparkSession, spec: FeedSpec, tier: str,
+                plans: Mapping[str, ReleasePlan] | None = None) -> tuple[int, Mapping[str, ReleasePlan] | None]:
+    """Prove ``tier``'s commits since the last kept proof and keep them (`maintain` does, before
+    it vacuums the change data a proof reads); the number of commits proven."""
+    store = KeptProofs(kept_proofs_path(spec.feed_dir))
+    kept = store.of(tier)
+    proof, plans, newest = _prove(spark, spec, tier, kept.through, plans=plans)
+    if newest is not None and newest > kept.through:
+        store.keep(proof, through=newest)
+    return len(proof.releases), plans
+
+
+def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *, from_us: int | None = None,
+           to_us: int | None = None, plans: Mapping[str, ReleasePlan] | None = None, with_rows: bool = False
+           ) -> tuple[TierProof, Mapping[str, ReleasePlan] | None, int | None]:
+    """The proof from the change data feed of the commits after version ``after``, the plans,
+    and the newest version examined (None: no table)."""
     log = TableLog.open(spec.tier_path(tier))
     if not log.exists:
-        return TierProof(tier=tier, exists=False), plans
+        return TierProof(tier=tier, exists=False), plans, None
     records, rebuildable_from = commit_records(log)
     # before rebuildable_from no reader can rebuild a state to read changes in
     records = {v: c for v, c in records.items() if v >= (rebuildable_from or 0)}
     retained = sorted(records)
+    newest = retained[-1] if retained else after
     unproven: list[tuple[int, int, str]] = []
-    if retained and retained[0] > 0 and (from_us is None or records[retained[0]].committed_us > from_us):
-        unproven.append((0, retained[0] - 1, "cleaned from the log"))
-    proofs = _proofs(records, from_us, to_us)
+    if retained and retained[0] > after + 1 and (from_us is None or records[retained[0]].committed_us > from_us):
+        unproven.append((after + 1, retained[0] - 1, "cleaned from the log"))
+    proofs = {v: p for v, p in _proofs(records, from_us, to_us).items() if v > after}
     cdf_from = change_feed_since(log, retained)
     changing = [v for v in sorted(proofs) if records[v].changes_rows]
     blind = [v for v in changing if cdf_from is None or v < cdf_from]
@@ -70,7 +105,7 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
     provable = [v for v in seen if v not in vacuumed]
     if not provable:
         return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
-                         unproven=tuple(sorted(unproven))), plans
+                         unproven=tuple(sorted(unproven))), plans, newest
     changes = _change_feed(spark, log.path, provable)
     if plans is None:
         payload = [c for c in changes.columns if not C.is_system(c) and c not in _CDF_COLUMNS]
@@ -105,7 +140,7 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
          r["due"] if r[_TYPE] in _RELEASED else r[_GONE])
         for r in listed.orderBy(_VERSION, *keys).collect())
     return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
-                     breaches=breaches, unproven=tuple(sorted(unproven)), rows=rows), plans
+                     breaches=breaches, unproven=tuple(sorted(unproven)), rows=rows), plans, newest
 
 
 def _proofs(records: Mapping[int, CommitRecord], from_us: int | None, to_us: int | None) -> dict[int, ReleaseProof]:
