@@ -346,7 +346,8 @@ class Feed:
         ``[start, end]`` (default: every retained one): for every row each commit released, the
         instant it became due (recomputed from the row and the tier's policy) against when the
         commit happened; a row committed before it was due is a breach. Commits the proof cannot
-        see (cleaned from the log, before the change data feed) are named in ``unproven``."""
+        see (cleaned from the log, before the change data feed) are named in ``unproven``;
+        commits `maintain` proved and kept are taken as kept."""
         from_us = None if start is None else self._instant(start, "--from")
         to_us = None if end is None else self._instant(end, "--to")
         if from_us is not None and to_us is not None and to_us < from_us:
@@ -359,9 +360,10 @@ class Feed:
         return out
 
     def maintain(self, tier: str | None = None) -> MaintainResult:
-        """Keep the tables flat as the feed ages, under the feed lease: compact each tier's small
-        files (no change-feed rows), vacuum files past ``maintenance.time_travel``, checkpoint
-        and clean the log, delete stages that never committed. ``tier``: only that tier
+        """Keep the tables flat as the feed ages, under the feed lease: prove and keep each tier's
+        new releases (what `audit_history` reads once their change data is gone), compact each
+        tier's small files (no change-feed rows), vacuum files past ``maintenance.time_travel``,
+        checkpoint and clean the log, delete stages that never committed. ``tier``: only that tier
         (default: every tier and the held table)."""
         tiers = None if tier is None else [self._tier(tier)]
         return _spark_room().maintain(self.spark, self.spec, tiers=tiers)
