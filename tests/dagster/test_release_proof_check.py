@@ -12,7 +12,8 @@ import time
 import pytest
 from dagster import AssetCheckSeverity, AssetKey, DagsterInstance
 
-from tests.dagster.feeds import rows, spec as make_feed, write_partition
+from tests.dagster.feeds import rows, write_partition
+from tests.dagster.feeds import spec as make_feed
 from tests.engine.test_release_differential import _iso
 from waterline import Feed
 from waterline.clock import FixedClock

@@ -22,9 +22,10 @@ last run were on time (`WaterlineAuditOperator`), as the Dagster job
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Union
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
 
@@ -103,15 +104,15 @@ def ingest_dag(spec: FeedSpec, *, catchup: bool = False, default_args: dict[str,
     """``<feed>_ingest``: a run per partition (see the module docstring)."""
     scheme = spec.partitions
     schedule: Any = None
-    start_date = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    start_date = datetime(2020, 1, 1, tzinfo=UTC)
     end_date = None
     if scheme.kind in ("daily", "hourly"):
         fmt, step = (DAILY_FORMAT, timedelta(days=1)) if scheme.kind == "daily" else (HOURLY_FORMAT, timedelta(hours=1))
         cron = "0 0 * * *" if scheme.kind == "daily" else "0 * * * *"
         schedule = CronDataIntervalTimetable(cron, timezone="UTC")
-        start_date = datetime.strptime(scheme.start, fmt).replace(tzinfo=timezone.utc)
+        start_date = datetime.strptime(scheme.start, fmt).replace(tzinfo=UTC)
         if scheme.end is not None:  # the last run's data interval starts at `end`
-            end_date = datetime.strptime(scheme.end, fmt).replace(tzinfo=timezone.utc) + step - timedelta(seconds=1)
+            end_date = datetime.strptime(scheme.end, fmt).replace(tzinfo=UTC) + step - timedelta(seconds=1)
     with DAG(
         dag_id=ingest_dag_id(spec),
         description=f"Ingest partitions of feed {spec.feed} into its held table.",
@@ -183,7 +184,7 @@ def _feed_dag(spec: FeedSpec, dag_id: str, schedule: Any, description: str, is_p
         dag_id=dag_id,
         description=description,
         schedule=schedule,
-        start_date=datetime(2020, 1, 1, tzinfo=timezone.utc),
+        start_date=datetime(2020, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
         tags=[*TAGS, spec.feed],
