@@ -167,13 +167,9 @@ def test_versions_cleaned_from_the_log_are_named_not_passed(spark, tmp_path):
     assert [r.version for r in proof.releases][:1] == [checkpoint]
 
 
-def test_commits_whose_change_data_was_vacuumed_are_named_and_the_rest_proven(spark, tmp_path):
-    """Compaction replaces the files the first releases added; once vacuum deletes them (here
-    by hand: vacuum waits out the retention), those releases cannot be read again: named as
-    vacuumed, while the later ones are still proven."""
+def _three_on_time_releases(spark, tmp_path):
+    """A d10 feed with three rows, each ingested and released on time in its own commit."""
     from waterline import Feed
-    from waterline.engine.delta.actions import AddFile
-    from waterline.engine.delta.table_log import TableLog, read_commit
 
     spec = make_spec(tmp_path, {"d10": POLICIES["d10"]})
     feed = Feed(spec, spark=spark, clock=far_future_clock())
@@ -184,6 +180,17 @@ def test_commits_whose_change_data_was_vacuumed_are_named_and_the_rest_proven(sp
         write_partition(tmp_path, "a", rows)
         feed.ingest("a")
         feed.release(as_of=BASE_US + (5 * i + 12) * MINUTE)
+    return spec, feed
+
+
+def test_commits_whose_change_data_was_vacuumed_are_named_and_the_rest_proven(spark, tmp_path):
+    """Compaction replaces the files the first releases added; once vacuum deletes them (here
+    by hand: vacuum waits out the retention), those releases cannot be read again: named as
+    vacuumed, while the later ones are still proven."""
+    from waterline.engine.delta.actions import AddFile
+    from waterline.engine.delta.table_log import TableLog, read_commit
+
+    spec, _ = _three_on_time_releases(spark, tmp_path)
     path = spec.tier_path("d10")
     first = next(v for v in range(TableLog.open(path).version + 1)
                  if any(isinstance(a, AddFile) for a in read_commit(path, v) or []))
@@ -206,15 +213,7 @@ def test_proofs_maintain_keeps_outlive_vacuumed_change_data_and_log_cleanup(spar
     from waterline.engine.delta.kept_proofs import KeptProofs, kept_proofs_path
     from waterline.engine.delta.table_log import TableLog, read_commit
 
-    spec = make_spec(tmp_path, {"d10": POLICIES["d10"]})
-    feed = Feed(spec, spark=spark, clock=far_future_clock())
-    rows = []
-    for i in range(3):
-        rows.append({"id": i, "event_time": _iso(BASE_US + 5 * i * MINUTE), "status": "final", "embargo_until": None,
-                     "v": "x"})
-        write_partition(tmp_path, "a", rows)
-        feed.ingest("a")
-        feed.release(as_of=BASE_US + (5 * i + 12) * MINUTE)
+    spec, feed = _three_on_time_releases(spark, tmp_path)
     now = int(time.time() * 1_000_000)  # a release whose clock runs an hour ahead: row 7 goes out early
     write_partition(tmp_path, "b", [{"id": 7, "event_time": _iso(now), "status": "final", "embargo_until": None,
                                      "v": "y"}])

@@ -155,11 +155,9 @@ def maintain_dag(
     waterline_conn_id: str | None = WaterlineHook.default_conn_name,
 ) -> DAG:
     """``<feed>_maintain``: every ``maintenance.every``, one task maintaining the feed's tables."""
-    with _feed_dag(spec, maintain_dag_id(spec), CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"),
-                   f"Compact, vacuum, checkpoint and clean feed {spec.feed}'s tables.",
-                   is_paused_upon_creation, default_args) as dag:
-        WaterlineMaintainOperator(task_id="maintain", spec=spec, waterline_conn_id=waterline_conn_id)
-    return dag
+    return _maintenance_cron_dag(spec, maintain_dag_id(spec), f"Compact, vacuum, checkpoint and clean feed "
+                                 f"{spec.feed}'s tables.", WaterlineMaintainOperator, "maintain",
+                                 is_paused_upon_creation, default_args, waterline_conn_id)
 
 
 def audit_dag(
@@ -170,10 +168,18 @@ def audit_dag(
     waterline_conn_id: str | None = WaterlineHook.default_conn_name,
 ) -> DAG:
     """``<feed>_audit``: every ``maintenance.every``, one task proving the releases since its last run."""
-    with _feed_dag(spec, audit_dag_id(spec), CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"),
-                   f"Prove feed {spec.feed}'s releases since the last audit were on time.",
+    return _maintenance_cron_dag(spec, audit_dag_id(spec), f"Prove feed {spec.feed}'s releases since the last "
+                                 "audit were on time.", WaterlineAuditOperator, "audit",
+                                 is_paused_upon_creation, default_args, waterline_conn_id)
+
+
+def _maintenance_cron_dag(spec: FeedSpec, dag_id: str, description: str, operator: type, task_id: str,
+                          is_paused_upon_creation: bool | None, default_args: dict[str, Any] | None,
+                          waterline_conn_id: str | None) -> DAG:
+    """A DAG of one ``operator`` task on the cron of the spec's ``maintenance.every``."""
+    with _feed_dag(spec, dag_id, CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"), description,
                    is_paused_upon_creation, default_args) as dag:
-        WaterlineAuditOperator(task_id="audit", spec=spec, waterline_conn_id=waterline_conn_id)
+        operator(task_id=task_id, spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
 
 
