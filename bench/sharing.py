@@ -52,6 +52,8 @@ sys.path.insert(0, str(REPO))
 import delta_sharing  # noqa: E402
 import pandas as pd  # noqa: E402
 import requests  # noqa: E402
+from requests.adapters import HTTPAdapter  # noqa: E402
+from urllib3.util.retry import Retry  # noqa: E402
 import yaml  # noqa: E402
 
 from tests.engine.feedkit import far_future_clock, make_spec, write_partition  # noqa: E402
@@ -222,6 +224,12 @@ class Client:
 
     def __post_init__(self) -> None:
         self.session = requests.Session()
+        # A reused keep-alive connection the server closed at its idle timeout (uvicorn: 5 s) as
+        # the request went out fails with a reset; the official client retries connection errors
+        # (delta_sharing.rest_client._should_retry), and so does this raw one, every method
+        # included (the protocol's POST /query is a read).
+        retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.1, allowed_methods=None)
+        self.session.mount("http://", HTTPAdapter(max_retries=retry))
         self.session.headers["Authorization"] = f"Bearer {self.token}"
         self.random = random.Random(self.seed)
 

@@ -45,18 +45,21 @@ def s3_spark(spark, s3proxy):
 
 # -- how busy the machine was: whether more pytest workers could overlap more waiting --------
 
-_CPU_AT_START: tuple[float, int, int] | None = None
+_CPU_AT_START: tuple[float, int, int, int] | None = None
 
 
-def _machine_cpu() -> tuple[int, int] | None:
-    """(busy, idle) jiffies of every core since boot (Linux), else None."""
+def _machine_cpu() -> tuple[int, int, int] | None:
+    """(busy, stolen, idle) jiffies of every core since boot (Linux), else None. Stolen time
+    (a virtual machine's host running others) is neither ours nor idle: reported apart."""
     try:
         with open("/proc/stat") as fh:
             values = [int(v) for v in fh.readline().split()[1:]]
     except (OSError, ValueError):
         return None
-    idle = values[3] + values[4]  # idle + iowait
-    return sum(values) - idle, idle
+    values += [0] * (8 - len(values))
+    # user nice system idle iowait irq softirq steal [guest guest_nice: already in user]
+    busy = values[0] + values[1] + values[2] + values[5] + values[6]
+    return busy, values[7], values[3] + values[4]
 
 
 def pytest_sessionstart(session):
@@ -69,18 +72,21 @@ def pytest_sessionstart(session):
 
 def pytest_terminal_summary(terminalreporter):
     """One line: the share of the machine's CPU time that was busy over the run (every
-    process: the workers, their JVMs, servers), to size TEST_WORKERS against waiting."""
+    process: the workers, their JVMs, servers) and stolen by a VM host, to size
+    TEST_WORKERS against waiting."""
     import os
     import time
 
     end = _machine_cpu()
     if _CPU_AT_START is None or end is None:
         return
-    started, busy0, idle0 = _CPU_AT_START
-    busy, idle = end[0] - busy0, end[1] - idle0
-    if busy + idle <= 0:
+    started, busy0, stolen0, idle0 = _CPU_AT_START
+    busy, stolen, idle = end[0] - busy0, end[1] - stolen0, end[2] - idle0
+    total = busy + stolen + idle
+    if total <= 0:
         return
     ticks = os.sysconf("SC_CLK_TCK")
     terminalreporter.write_line(
-        f"machine CPU over the run: {100 * busy / (busy + idle):.0f}% busy on {os.cpu_count()} cores "
-        f"({busy / ticks / 60:.1f} core-minutes busy in {(time.monotonic() - started) / 60:.1f} minutes)")
+        f"machine CPU over the run: {100 * busy / total:.0f}% busy, {100 * stolen / total:.0f}% stolen by the host, "
+        f"on {os.cpu_count()} cores ({busy / ticks / 60:.1f} core-minutes busy in "
+        f"{(time.monotonic() - started) / 60:.1f} minutes)")

@@ -1,8 +1,9 @@
 """`airflow dags test` of a feed's ingest and release DAGs on a real Airflow (temporary
 AIRFLOW_HOME, SQLite): the first ingest meets a busy feed lease and succeeds on Airflow's
 retry, the release task defers to `WaterlineDueTrigger`, which Airflow runs inline, the
-tiers equal `waterline.semantics` after each release, and a feed failing on its data
-fails at once although its task has retries.
+tiers equal `waterline.semantics` after each release, the audit DAG proves the releases
+on time and its next run proves only what came since, and a feed failing on its data fails
+at once although its task has retries.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from waterline.engine.log.timeliness import appearances
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 
+PROVED = re.compile(r"audit f/(\w+): (\d+) commits, (\d+) rows released, least margin [^,]+, (\d+) breaches")
 LEAD = 20  # the trigger fires this long before the due moment; the task starts Spark and waits
 # Every task may retry once, RETRY_DELAY s after a failed try; a task waits LEASE_WAIT s for a busy lease.
 RETRY_DELAY, LEASE_WAIT = 5, 3
@@ -83,6 +85,12 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     first = airflow.cli("dags", "test", "f_release")
     assert "Trigger completed" not in first.stdout + first.stderr
     w_first = assert_tiers_match_oracle(spec, oracle([(PARTITION, FIRST_ROWS)]))
+
+    # The audit DAG proves every release so far on time (the cursor it leaves is its XCom).
+    proved = _audit(airflow)
+    assert set(proved) == set(spec.tiers), proved
+    assert all(commits >= 1 and breaches == 0 for commits, _, breaches in proved.values()), proved
+    assert proved["emb"][1] == 1  # FIRST_ROWS: one row due at once, one in 2099
 
     # A row due after one more ingest (timed like the first) and the lead: ingested now.
     due = due_after(ingest_seconds, steps=1.5, lead_seconds=LEAD)
@@ -131,6 +139,13 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     assert all(w >= before for w in w_now.values()), (w_now, before)
     assert "f/emb: W_T " in out and "released 0" in out, out[-4000:]
 
+    # The audit's next run starts where the first ended: only the releases since, the row due
+    # at the deferred release's moment among them, all on time.
+    proved = _audit(airflow)
+    assert set(proved) == set(spec.tiers) and all(b == 0 for _, _, b in proved.values()), proved
+    assert proved["emb"][1] == 1 and proved["emb"][0] >= 1, proved
+    assert airflow.task_tries("f_audit") == [(1, "success"), (1, "success")]
+
     # A feed whose transform fails on its data: the task fails at once (no retry, although it
     # has one) with the CLI's one line in the task log, and no Spark/py4j chain behind it.
     bad = airflow.cli("dags", "test", "g_ingest", PARTITION, check=False)
@@ -144,6 +159,14 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     assert f"AirflowFailException: {message}" in out, out[-4000:]
     assert "Py4JJavaError" not in out and "at org.apache.spark" not in out
     assert bad.returncode == 1 and "DagRun failed" in out
+
+
+def _audit(airflow: AirflowHome) -> dict[str, tuple[int, int, int]]:
+    """One `airflow dags test` of the audit DAG: per tier (commits, rows released, breaches)."""
+    run = airflow.cli("dags", "test", "f_audit")
+    out = run.stdout + run.stderr
+    assert "BREACH" not in out and "not proven" not in out, out[-4000:]
+    return {tier: (int(commits), int(rows), int(breaches)) for tier, commits, rows, breaches in PROVED.findall(out)}
 
 
 def _first_try_failed(airflow: AirflowHome, run: subprocess.Popen) -> bool:

@@ -116,7 +116,7 @@ def test_starter_scaffold_is_a_valid_feed(project):
     proc = _dg("scaffold", "defs", "waterline.dagster.ReleaseFeed", "orders", cwd=project)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = _summary(dg.load_from_defs_folder(path_within_project=project))
-    assert sorted(summary["assets"]) == ["orders/delayed_15m", "orders/held", "orders/realtime"]
+    assert sorted(summary["assets"]) == ["orders/audit_report", "orders/delayed_15m", "orders/held", "orders/realtime"]
     assert summary["sensors"] == [("orders_release_sensor", 30)]
 
 
@@ -160,4 +160,4 @@ def test_a_component_subclass_brings_its_own_translator(project):
     (folder / "defs.yaml").write_text(yaml.safe_dump({"type": "wl_dg_proj.grouped.GroupedFeed", "attributes": attributes}))
     summary = _summary(dg.load_from_defs_folder(path_within_project=project))
     assert {a["group"] for a in summary["assets"].values()} == {"market_data"}
-    assert summary["jobs"] == ["ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
