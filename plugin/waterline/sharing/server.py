@@ -241,7 +241,7 @@ def build_app(server: SharingServer) -> Starlette:
         await run_in_threadpool(server.access.close)  # what is queued reaches the table
 
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
-    return AccessLog(app, server.access)
+    return AccessLog(app, server.access, now_ms=server.now_ms)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
@@ -261,15 +261,16 @@ def _error(exc: ShareError) -> JSONResponse:
 class AccessLog:
     """ASGI middleware: one log line per HTTP request, with what the handler recorded."""
 
-    def __init__(self, app, records: AccessRecords | None = None) -> None:
+    def __init__(self, app, records: AccessRecords | None = None, *, now_ms: Callable[[], int] = _now_ms) -> None:
         self.app = app
         self.records = records
+        self.now_ms = now_ms  # the server's clock: a record's time is the one its token was judged at
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
+        started, at_ms = time.perf_counter(), self.now_ms()
         info = scope.setdefault("wl_access", {})
         status = {"code": 500}
 
@@ -292,7 +293,8 @@ class AccessLog:
             access_log.info(" ".join(fields))
             if self.records is not None:
                 first, _, last = str(info.get("version", "")).partition("-")  # "start-end" for changes
-                self.records.record({"recipient": info.get("recipient"), "token_id": info.get("token_id"),
+                self.records.record({"at_s": at_ms / 1000, "recipient": info.get("recipient"),
+                                     "token_id": info.get("token_id"),
                                      "method": scope.get("method"), "endpoint": path, "table": info.get("table"),
                                      "version": _int(last or first or None),
                                      "from_version": _int(first) if last else None, "files": _int(info.get("files")),
