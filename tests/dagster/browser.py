@@ -61,5 +61,13 @@ def dump_dom(binary: str, url: str, profile: Path, *, budget_ms: int = 20000, ti
     return proc.stdout
 
 
+def dom_and_console(binary: str, url: str, profile: Path, *, budget_ms: int = 20000,
+                    timeout: float = 180) -> tuple[str, list[str]]:
+    """The page's DOM after its scripts ran, and every message it wrote to the console
+    (Chromium logs them, errors and uncaught exceptions alike, as ``INFO:CONSOLE`` lines)."""
+    proc = _run(binary, profile, ["--dump-dom", "--enable-logging=stderr", "--v=0"], url, budget_ms, timeout)
+    return proc.stdout, [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+
+
 if __name__ == "__main__":
     print(ensure_chromium())

@@ -269,11 +269,25 @@ def test_waterline_audit_exits_3_on_a_breach_and_names_the_row(spark, tmp_path):
     assert "audit f: NOT CLEAN" in done.stdout
     assert "BREACH d10 v" in done.stdout and "('a', 7)" in done.stdout
     assert f"due {format_instant(now + 10 * MINUTE)}" in done.stdout
-    out = subprocess.run([waterline, "audit", str(spec_file), "--json", "--from", "now - 1 hour"], capture_output=True,
-                         text=True, timeout=300, check=False)
+    page = tmp_path / "audit.html"
+    out = subprocess.run([waterline, "audit", str(spec_file), "--json", "--from", "now - 1 hour", "--html", str(page)],
+                         capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 3, out.stderr
-    [breach] = json.loads(out.stdout)["d10"]["breaches"]
+    proof = json.loads(out.stdout)
+    [breach] = proof["d10"]["breaches"]
     assert breach["due_us"] == now + 10 * MINUTE and breach["key"] == ["a", 7]
+
+    # The page: the verdict, the summary and the breached row, and exactly the JSON's data.
+    from tests.reports.pagecheck import check_carries, render, table_rows
+    from waterline.reports.page import instant
+
+    dom = render(page, "audit-breach.png", tmp_path)
+    check_carries(dom, proof)
+    assert "BREACH</span>" in dom
+    [summary] = table_rows(dom, "summary")
+    assert summary[0] == "d10" and summary[5] == "1" and summary[-1] == "BREACH", summary
+    [row] = table_rows(dom, "breaches")
+    assert row[2] == "['a', 7]" and row[4] == instant(now + 10 * MINUTE), row
     bad = subprocess.run([waterline, "audit", str(spec_file), "--from", "2026-02-01", "--to", "2026-01-01"],
                          capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 2 and "is before --from" in bad.stderr and "Traceback" not in bad.stderr

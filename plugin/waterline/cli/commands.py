@@ -189,13 +189,20 @@ def maintain(spec: str, tier: str | None, as_json: bool) -> None:
 @click.option("--from", "from_", help="Only commits from this instant (ISO 8601, UTC unless it says otherwise).")
 @click.option("--to", "to", help="Only commits up to this instant.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def audit(spec: str, tier: str | None, from_: str | None, to: str | None, as_json: bool) -> None:
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True),
+              help="Also write the proof as one self-contained page (timelines, breaches, entitlement changes).")
+def audit(spec: str, tier: str | None, from_: str | None, to: str | None, as_json: bool,
+          html_file: str | None) -> None:
     """Prove every release was on time: for each row each commit released, the instant it became
     due (recomputed from the row and the tier's policy) against when the commit happened.
     Exit 3 when a row was released early or some commits could not be proven."""
     feed = _feed(spec)
     tiers = [_tier(feed, tier)] if tier else None
     proofs = feed.audit_history(from_, to, tiers=tiers)
+    if html_file:
+        from waterline.cli.pages import write_audit_page  # import cost: plotly, only for --html
+
+        write_audit_page(feed, proofs, html_file, from_=from_, to=to)
     if as_json:
         click.echo(json.dumps({t: p.to_dict() for t, p in proofs.items()}, indent=2, default=str))
     else:

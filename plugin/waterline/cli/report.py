@@ -28,15 +28,22 @@ def report_group() -> None:
 @click.option("--month", required=True, help="The month, YYYY-MM (UTC days).")
 @click.option("--json", "fmt", flag_value="json", help="Machine-readable output.")
 @click.option("--csv", "fmt", flag_value="csv", help="One CSV row per recipient and tier.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True),
+              help="Also write the report as one self-contained page (charts, tables, entitlement changes).")
 @_STORE
-def usage(specs, month, fmt, store_path) -> None:
+def usage(specs, month, fmt, html_file, store_path) -> None:
     """Per recipient and tier of SPEC...'s feeds: days entitled, days with reads, requests, rows
     and versions served, first and last access; totals per tier. From the entitlement trail and
     the sharing servers' access log beside the token store."""
     loaded = _specs(specs)
     store = _store(loaded, store_path)
-    report = usage_report(month, {s.feed: list(s.tiers) for s in loaded}, store.trail.events(),
+    events = store.trail.events()
+    report = usage_report(month, {s.feed: list(s.tiers) for s in loaded}, events,
                           AccessRecords(access_path(store.where)).records())
+    if html_file:
+        from waterline.cli.pages import write_usage_page  # import cost: plotly, only for --html
+
+        write_usage_page(report, events, html_file, source=store.where)
     if fmt == "json":
         click.echo(json.dumps(asdict(report), indent=2))
     elif fmt == "csv":
