@@ -21,14 +21,21 @@ from waterline.dagster import definitions_from_specs
 
 pytestmark = pytest.mark.spark
 
-RT, EMB = AssetKey(["f", "rt"]), AssetKey(["f", "emb"])
+RT, EMB, REPORT = AssetKey(["f", "rt"]), AssetKey(["f", "emb"]), AssetKey(["f", "audit_report"])
 HOUR_US = 3_600_000_000
 
 
 def _audit(defs, instance):
     result = defs.resolve_job_def("f_audit").execute_in_process(instance=instance, raise_on_error=False)
-    assert not result.get_asset_materialization_events()  # the proof materializes nothing
+    # the proof materializes no tier: only the audit report
+    [report] = result.get_asset_materialization_events()
+    assert report.asset_key == REPORT
     return {e.asset_key: e for e in result.get_asset_check_evaluations() if e.check_name == "released_on_time"}
+
+
+def _report(instance):
+    """The newest audit report materialization's metadata."""
+    return instance.get_latest_materialization_event(REPORT).asset_materialization.metadata
 
 
 def test_released_on_time_passes_on_time_releases_and_names_an_early_row(spark, tmp_path):
@@ -48,6 +55,10 @@ def test_released_on_time_passes_on_time_releases_and_names_an_early_row(spark, 
     assert first[EMB].metadata["rows_released"].value == 2  # odd ids wait for 2099
     assert "proven_from" not in first[EMB].metadata  # the first run proves every retained commit
     through = first[EMB].metadata["proven_through_us"].value
+    report = _report(instance)
+    assert report["verdict"].value == "clean" and report["emb/breaches"].value == 0
+    assert [r.data["tier"] for r in report["summary"].value.records] == ["rt", "emb"]
+    assert report["emb/commits"].value >= 1 and report["emb/least_margin_seconds"].value >= 0
 
     # A release whose clock runs an hour ahead of the trusted one: the row embargoed until
     # half an hour from now goes out now.
@@ -66,7 +77,14 @@ def test_released_on_time_passes_on_time_releases_and_names_an_early_row(spark, 
     assert row["key"] == ["b", "100"] and row["change"] == "insert"
     assert row["due_us"] == now + HOUR_US // 2 and row["committed_before_us"] < row["due_us"]
     assert emb.metadata["proven_from"].value == pytest.approx(through / 1e6)
+    # the report proves the whole history: the breach, and the page that shows it
+    report = _report(instance)
+    assert report["verdict"].value == "BREACH" and report["emb/breaches"].value == 1
+    assert report["emb/least_margin_seconds"].value < 0 and report["rt/breaches"].value == 0
+    page = report["report"].value
+    assert page.endswith(".html") and '<span class="verdict breach">BREACH</span>' in open(page).read()
 
     third = _audit(defs, instance)  # nothing committed since: the breach stays in the second run
     assert all(e.passed for e in third.values()), [e.description for e in third.values()]
     assert third[EMB].metadata["commits_proven"].value == 0
+    assert _report(instance)["verdict"].value == "BREACH"  # the report keeps saying what happened

@@ -41,7 +41,7 @@ from dagster import (
 from waterline.clock import duration_text
 from waterline.dagster.metadata import check_metadata, timestamp
 from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource
-from waterline.dagster.translator import WaterlineTranslator
+from waterline.dagster.translator import AUDIT_REPORT, WaterlineTranslator
 from waterline.engine.core.results import TierProof
 from waterline.spec import FeedSpec
 
@@ -88,9 +88,11 @@ def build_release_proof_check(spec: FeedSpec, translator: WaterlineTranslator, *
 
 
 def build_audit_job(spec: FeedSpec, translator: WaterlineTranslator) -> JobDefinition:
-    """``<feed>_audit``: the ``released_on_time`` checks alone (no tier is materialized)."""
+    """``<feed>_audit``: the ``released_on_time`` checks and the audit report (no tier is materialized)."""
     return define_asset_job(
-        audit_job_name(spec), selection=AssetSelection.checks(*proof_check_keys(spec, translator)),
+        audit_job_name(spec),
+        selection=AssetSelection.checks(*proof_check_keys(spec, translator))
+        | AssetSelection.assets(translator.get_asset_key(spec, AUDIT_REPORT)),
         executor_def=in_process_executor,
         description=f"Prove feed {spec.feed}'s releases since the last proof were on time.",
         tags={"waterline/feed": spec.feed, "waterline/op": "audit"})

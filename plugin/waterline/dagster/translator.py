@@ -18,6 +18,8 @@ from waterline.dagster.partitions import partitions_def_for
 from waterline.spec import FeedSpec
 
 HELD = "held"
+#: The audit report asset (`waterline.dagster.audit_report`): ``[feed, "audit_report"]`` by default.
+AUDIT_REPORT = "audit_report"
 KINDS = {"spark", "delta"}
 
 
@@ -26,7 +28,7 @@ class WaterlineTranslator:
 
     Subclass and pass an instance to ``definitions_from_specs(..., translator=)``, or
     return one from ``get_translator`` in a subclass of the ``ReleaseFeed`` Component.
-    ``table`` is ``"held"`` or a tier name. Job,
+    ``table`` is ``"held"``, a tier name or ``"audit_report"``. Job,
     sensor and check names keep the feed name (``<feed>_release``,
     ``<feed>_release_sensor``) whatever the keys are.
     """
@@ -35,6 +37,16 @@ class WaterlineTranslator:
         """The ``AssetSpec`` of ``table``: ``[feed, "held"]`` is partitioned like the spec;
         each tier depends on the held asset and carries its freshness policy."""
         held = table == HELD
+        if table == AUDIT_REPORT:
+            return AssetSpec(
+                key=self.get_asset_key(spec, table),
+                deps=[self.get_asset_key(spec, tier) for tier in spec.tiers],
+                group_name=self.get_group_name(spec),
+                description=self.get_description(spec, table),
+                kinds={"spark", "html"},
+                tags=self.get_tags(spec, table),
+                metadata=self.get_metadata(spec, table),
+            )
         return AssetSpec(
             key=self.get_asset_key(spec, table),
             deps=[] if held else [self.get_asset_key(spec, HELD)],
@@ -54,7 +66,10 @@ class WaterlineTranslator:
         return spec.feed
 
     def get_description(self, spec: FeedSpec, table: str) -> str:
-        if table == HELD:
+        if table == AUDIT_REPORT:
+            text = (f"The release proof of feed `{spec.feed}`: every retained release commit of every tier, each "
+                    "row against the instant it became due; the page and a summary per tier.")
+        elif table == HELD:
             text = (
                 f"Versions of feed `{spec.feed}` and their release schedules (the held table). "
                 "Materializing a partition processes it and appends what changed."
@@ -72,6 +87,8 @@ class WaterlineTranslator:
     def get_metadata(self, spec: FeedSpec, table: str) -> dict[str, Any]:
         if table == HELD:
             return {"dagster/uri": spec.held_path, "waterline/feed": spec.feed}
+        if table == AUDIT_REPORT:
+            return {"waterline/feed": spec.feed}
         lag = expected_lag_seconds(spec, table)
         return {"dagster/uri": spec.tier_path(table), "waterline/policy": spec.tiers[table]} | (
             {} if lag is None else {"waterline/expected_lag_seconds": lag})
