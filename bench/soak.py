@@ -80,7 +80,9 @@ def log(msg: str) -> None:
 # -- the feed and its source ------------------------------------------------------------------
 
 
-def make_spec(root: Path):
+def make_spec(root: Path, *, tiers: dict[str, str] | None = None, time_travel_s: int = TIME_TRAVEL_S,
+              audiences: dict[str, list[str]] | None = None):
+    """The soak feed under ``root`` (``tiers``, ``audiences``: default all of them)."""
     from waterline.spec import spec_from_dict
 
     return spec_from_dict({
@@ -91,9 +93,9 @@ def make_spec(root: Path):
         "transform": "SELECT id, v, event_time FROM source",
         "key": ["id"],
         "event_time": "event_time",
-        "tiers": dict(TIERS),
-        "audiences": {r: list(t) for r, t in AUDIENCES.items()},
-        "maintenance": {"time_travel": f"{TIME_TRAVEL_S // 3600} hour", "every": "1 hour"},
+        "tiers": dict(TIERS if tiers is None else tiers),
+        **({} if audiences == {} else {"audiences": {r: list(t) for r, t in (audiences or AUDIENCES).items()}}),
+        "maintenance": {"time_travel": f"{time_travel_s // 3600} hours", "every": "1 hour"},
     }, base_dir=root)
 
 
