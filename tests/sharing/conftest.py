@@ -13,7 +13,8 @@ import uvicorn
 
 from tests.engine.feedkit import far_future_clock, make_spec
 from tests.engine.model import POLICIES, FeedModel
-from waterline.sharing.server import SharingServer, build_app, uvicorn_config
+from waterline.sharing.app import build_app, uvicorn_config
+from waterline.sharing.server import SharingServer
 from waterline.sharing.tokens import TokenStore, default_store_path
 
 TIERS = {t: POLICIES[t] for t in ("d10", "win", "emb")}

@@ -65,6 +65,30 @@ def test_changes_replay_to_the_oracle_and_expiry_is_a_delete(shared, live, histo
     assert set(last["_change_type"]) == {"delete"}  # the expiry-only release deletes
 
 
+def test_the_delta_format_reads_what_parquet_reads(shared, live, history):
+    """``use_delta_format=True``: the official client's kernel reader (delta-kernel-rust) gets
+    the answers as Delta actions and reads the same rows: snapshots, time travel and changes."""
+    for recipient, tiers in AUDIENCES.items():
+        for tier in tiers:
+            where = _url(live, recipient, tier)
+            assert rows(delta_sharing.load_as_pandas(where, use_delta_format=True)) == history[-1][tier][1], tier
+            version, expected = history[0][tier]
+            assert rows(delta_sharing.load_as_pandas(where, version=version, use_delta_format=True)) == expected, tier
+            changes = delta_sharing.load_table_changes_as_pandas(where, starting_version=0, use_delta_format=True)
+            assert replay(changes) == history[-1][tier][1], f"{recipient} {tier} changes"
+    # a client that accepts both formats is answered in parquet, as the capabilities header says
+    token = live.tokens["acme"]
+    both = _get(live, "/shares/f/schemas/tiers/tables/d10/metadata", token,
+                headers={"delta-sharing-capabilities": "responseformat=delta,parquet"})
+    assert both.headers["delta-sharing-capabilities"] == "responseformat=parquet"
+    delta = _get(live, "/shares/f/schemas/tiers/tables/d10/metadata", token,
+                 headers={"delta-sharing-capabilities": "responseformat=delta"})
+    assert delta.headers["delta-sharing-capabilities"] == "responseformat=delta"
+    protocol, metadata = [json.loads(line) for line in delta.text.splitlines()]
+    assert protocol["protocol"]["deltaProtocol"]["minReaderVersion"] == 1
+    assert metadata["metaData"]["deltaMetadata"]["configuration"] == {"delta.enableChangeDataFeed": "true"}
+
+
 # -- refusals -------------------------------------------------------------------------------
 
 

@@ -81,6 +81,9 @@ def test_every_recipient_reads_the_oracle_through_presigned_urls(s3_shared, s3_h
             assert replay(changes) == s3_history[-1][tier][1], f"{recipient} {tier} changes"
             assert SECRET not in set(changes["v"].dropna())
             assert sorted(feed.changes(tier).to_pandas()["_change_type"]) == sorted(changes["_change_type"])
+            # the kernel reader (use_delta_format=True) fetches the same pre-signed URLs
+            delta = delta_sharing.load_as_pandas(url(live.profiles, recipient, tier), use_delta_format=True)
+            assert rows(delta) == s3_history[-1][tier][1], f"{recipient} {tier} in the Delta format"
     # the file URLs are pre-signed S3 URLs of the tier's own files: the bytes bypass the server
     text = _query(live, "acme", "d10").text
     assert s3proxy.endpoint in text and "X-Amz-Signature" in text and "/files/" not in text

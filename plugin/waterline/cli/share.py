@@ -61,7 +61,8 @@ def serve(specs, host, port, tls_cert, tls_key, insecure, url_ttl, store_path) -
     # `waterline` command (and shell completion) would pay it at module level.
     import uvicorn
 
-    from waterline.sharing.server import SharingServer, build_app, uvicorn_config
+    from waterline.sharing.app import build_app, uvicorn_config
+    from waterline.sharing.server import SharingServer
 
     if bool(tls_cert) != bool(tls_key):
         raise click.UsageError("give both --tls-cert and --tls-key")

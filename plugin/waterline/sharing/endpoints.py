@@ -1,35 +1,32 @@
 """The Delta Sharing REST endpoints: listings, table version, metadata, query, changes.
 
 Each is a plain function ``(server, request, recipient, body) -> Response`` run in the
-thread pool (``deltalake`` and file reads block) by `waterline.sharing.server.build_app`,
+thread pool (``deltalake`` and file reads block) by `waterline.sharing.app.build_app`,
 which authenticates first. Everything a recipient can name is checked by
-`SharingServer.table` (its audiences' tiers only) before any table is opened.
+`SharingServer.table` (its audiences' tiers only), which hands back the `SharedTier`
+that opens the table: these functions only shape the answers.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from waterline.sharing import delta_format as D
 from waterline.sharing import protocol as P
-from waterline.sharing.files import ROUTE as FILE_ROUTE
 from waterline.sharing.protocol import ShareError
+from waterline.sharing.server import SharingServer, access
+from waterline.sharing.signing import PRESIGNED_QUERY
+from waterline.sharing.signing import ROUTE as FILE_ROUTE
+from waterline.sharing.tables import SharedTier
 from waterline.spec import FeedSpec
 
-if TYPE_CHECKING:  # the server imports this module
-    from waterline.sharing.server import SharingServer
-
 _CHANGE_FEED = "delta.enableChangeDataFeed"
-
-
-def access(request: Request) -> dict[str, Any]:
-    """What the access log line of this request will say (filled in by the handlers)."""
-    return request.scope.setdefault("wl_access", {})
 
 
 def share_id(text: str) -> str:
@@ -47,12 +44,24 @@ def _metadata(table, tier: str, version: int | None = None) -> str:
                            version=version)
 
 
-def headers(version: int) -> dict[str, str]:
-    return {P.VERSION_HEADER: str(version), P.CAPABILITIES: "responseformat=parquet"}
+def headers(version: int, fmt: str = D.PARQUET) -> dict[str, str]:
+    return {P.VERSION_HEADER: str(version), P.CAPABILITIES: f"responseformat={fmt}"}
 
 
-def _ndjson(lines: Iterable[str], version: int) -> Response:
-    return Response("".join(lines), media_type=P.NDJSON, headers=headers(version))
+def _ndjson(lines: Iterable[str], version: int, fmt: str = D.PARQUET) -> Response:
+    return Response("".join(lines), media_type=P.NDJSON, headers=headers(version, fmt))
+
+
+def _format(request: Request) -> str:
+    """``delta`` when the client asked for the Delta format only, else ``parquet``."""
+    return D.response_format(request.headers.get(P.CAPABILITIES))
+
+
+def _head(table, tier: str, fmt: str, version: int | None = None) -> list[str]:
+    """The protocol and metadata lines of an answer in ``fmt``."""
+    if fmt == D.DELTA:
+        return [D.protocol_line(table), D.metadata_line(table, change_feed=change_feed(table), version=version)]
+    return [P.protocol_line(), _metadata(table, tier, version)]
 
 
 def _check_readable(table) -> None:
@@ -65,7 +74,8 @@ def _check_readable(table) -> None:
 
 
 def _link(request: Request):
-    return lambda token: str(request.url_for(FILE_ROUTE, token=token))
+    """The absolute URL of ``/files/{token}``, shaped as a pre-signed URL (`signing.PRESIGNED_QUERY`)."""
+    return lambda token: f"{request.url_for(FILE_ROUTE, token=token)}?{PRESIGNED_QUERY}"
 
 
 # -- listings ---------------------------------------------------------------------------------
@@ -108,52 +118,58 @@ def list_all_tables(server: SharingServer, request: Request, recipient: str, _bo
 # -- one table --------------------------------------------------------------------------------
 
 
-def _table(server: SharingServer, request: Request, recipient: str) -> tuple[FeedSpec, str]:
+def _tier(server: SharingServer, request: Request, recipient: str) -> SharedTier:
     pp = request.path_params
     return server.table(request, recipient, pp["share"], pp["schema"], pp["table"])
 
 
 def table_version(server: SharingServer, request: Request, recipient: str, _body: bytes) -> Response:
-    spec, tier = _table(server, request, recipient)
-    table = server.open(spec, tier)
+    tier = _tier(server, request, recipient)
+    table = tier.latest()
     version = table.version()
     starting = request.query_params.get("startingTimestamp")
     if starting:
-        version = server.version_at_or_after(table, P.timestamp_ms(starting, "startingTimestamp"))
+        version = tier.version_at_or_after(table, P.timestamp_ms(starting, "startingTimestamp"))
     access(request)["version"] = version
     return Response(status_code=200, headers=headers(version))
 
 
 def table_metadata(server: SharingServer, request: Request, recipient: str, _body: bytes) -> Response:
-    spec, tier = _table(server, request, recipient)
-    table = server.open(spec, tier)
+    tier = _tier(server, request, recipient)
+    table = tier.latest()
     access(request)["version"] = table.version()
-    return _ndjson([P.protocol_line(), _metadata(table, tier)], table.version())
+    fmt = _format(request)
+    return _ndjson(_head(table, tier.name, fmt), table.version(), fmt)
 
 
 def query(server: SharingServer, request: Request, recipient: str, body: bytes) -> Response:
     """A snapshot (or time travel to ``version`` / ``timestamp``): one table version answers
     the whole request, so a read never mixes the files of two releases."""
-    spec, tier = _table(server, request, recipient)
+    tier = _tier(server, request, recipient)
     q = P.query_body(body)
-    table = server.open(spec, tier)
+    table = tier.latest()
     travel = q.version is not None or q.timestamp_ms is not None
     if q.timestamp_ms is not None:
-        table = server.open(spec, tier, server.version_at_or_before(table, q.timestamp_ms))
+        table = tier.at(tier.version_at_or_before(table, q.timestamp_ms), table)
     elif q.version is not None:
-        table = server.open(spec, tier, q.version)
+        table = tier.at(q.version, table)
     _check_readable(table)
     version = table.version()
-    stamp = server.commit_times(table).get(version) if travel else None
+    stamp = tier.commit_times(table).get(version) if travel else None
     adds = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     parts = list(table.metadata().partition_columns)
-    where, link, now = server.location(spec, tier), _link(request), server.now_ms()
-    lines = [P.protocol_line(), _metadata(table, tier, version if travel else None)]
+    link, now = _link(request), server.now_ms()
+    fmt = _format(request)
+    lines = _head(table, tier.name, fmt, version if travel else None)
     rows = 0
     for add in adds:
-        url, expires = where.file_url(add["path"], recipient=recipient, now_ms=now, link=link)
+        url, expires = tier.where.file_url(add["path"], recipient=recipient, now_ms=now, link=link)
         n = add.get("num_records")
         rows += n or 0
+        if fmt == D.DELTA:
+            lines.append(D.file_line("add", D.add_action(add, parts), url=url, path=add["path"], expires=expires,
+                                     version=version if travel else None, timestamp=stamp))
+            continue
         entry: dict[str, Any] = {
             "url": url, "id": P.file_id(add["path"]), "size": int(add["size_bytes"]),
             "partitionValues": {c: add.get(f"partition.{c}") for c in parts},
@@ -165,21 +181,21 @@ def query(server: SharingServer, request: Request, recipient: str, body: bytes) 
             entry["version"], entry["timestamp"] = version, stamp
         lines.append(P.line({"file": entry}))
     access(request).update(version=version, files=len(adds), rows=rows)
-    return _ndjson(lines, version)
+    return _ndjson(lines, version, fmt)
 
 
-def _change_range(server: SharingServer, table, params) -> tuple[int, int]:
+def _change_range(tier: SharedTier, table, params) -> tuple[int, int]:
     latest = table.version()
     if params.get("startingVersion") is not None:
         start = P.version_param(params["startingVersion"], "startingVersion")
     elif params.get("startingTimestamp"):
-        start = server.version_at_or_after(table, P.timestamp_ms(params["startingTimestamp"], "startingTimestamp"))
+        start = tier.version_at_or_after(table, P.timestamp_ms(params["startingTimestamp"], "startingTimestamp"))
     else:
         raise P.invalid("give startingVersion or startingTimestamp")
     if params.get("endingVersion") is not None:
         end = min(P.version_param(params["endingVersion"], "endingVersion"), latest)
     elif params.get("endingTimestamp"):
-        end = server.version_at_or_before(table, P.timestamp_ms(params["endingTimestamp"], "endingTimestamp"))
+        end = tier.version_at_or_before(table, P.timestamp_ms(params["endingTimestamp"], "endingTimestamp"))
     else:
         end = latest
     if start > latest:
@@ -195,27 +211,38 @@ def changes(server: SharingServer, request: Request, recipient: str, _body: byte
     """The change data feed of versions [start, end]: each version's ``cdc`` files, or, for a
     version that wrote none (inserts only, or removals of whole files), its data ``add`` and
     ``remove`` actions, as Delta's own change feed reader does."""
-    spec, tier = _table(server, request, recipient)
-    table = server.open(spec, tier)  # the latest version bounds the range, whatever commits meanwhile
-    start, end = _change_range(server, table, request.query_params)
-    if not change_feed(server.open(spec, tier, start)):
+    tier = _tier(server, request, recipient)
+    table = tier.latest()  # the latest version bounds the range, whatever commits meanwhile
+    start, end = _change_range(tier, table, request.query_params)
+    if not change_feed(tier.at(start, table)):
         raise P.invalid(f"the table has no change data feed at version {start}; start later")
     parts = list(table.metadata().partition_columns)
-    where, link, now = server.location(spec, tier), _link(request), server.now_ms()
-    lines = [P.protocol_line(), _metadata(table, tier)]
+    link, now = _link(request), server.now_ms()
+    fmt = _format(request)
+    # the Delta format names the first version's metadata; a kernel reader rebuilds the log from it
+    lines = _head(table, tier.name, fmt, start if fmt == D.DELTA else None)
     files = 0
     for version in range(start, end + 1):
-        actions = server.commit_actions(where, version)
+        actions = tier.commit_actions(version)
         stamp = next((a["commitInfo"].get("timestamp") for a in actions if "commitInfo" in a), None)
         cdc = [a["cdc"] for a in actions if "cdc" in a]
-        chosen = [("cdf", c) for c in cdc] if cdc else [
-            (kind, a[kind]) for a in actions for kind in ("add", "remove")
-            if kind in a and a[kind].get("dataChange", True)]
+        if fmt == D.DELTA:  # every file action: the reader chooses, as it would reading the log
+            chosen = [(kind, a[kind]) for a in actions for kind in ("add", "remove", "cdc")
+                      if kind in a and (kind == "cdc" or a[kind].get("dataChange", True))]
+        else:
+            chosen = [("cdf", c) for c in cdc] if cdc else [
+                (kind, a[kind]) for a in actions for kind in ("add", "remove")
+                if kind in a and a[kind].get("dataChange", True)]
         for kind, action in chosen:
-            url, expires = where.file_url(action["path"], recipient=recipient, now_ms=now, link=link)
+            url, expires = tier.where.file_url(action["path"], recipient=recipient, now_ms=now, link=link)
             size = action.get("size")
             if size is None:
-                size = where.size(action["path"])
+                size = tier.where.size(action["path"])
+            if fmt == D.DELTA:
+                lines.append(D.file_line(kind, D.log_action(kind, action, parts, int(size)), url=url,
+                                         path=action["path"], expires=expires, version=version, timestamp=stamp))
+                files += 1
+                continue
             values = action.get("partitionValues") or {}
             lines.append(P.line({kind: {
                 "url": url, "id": P.file_id(action["path"]), "size": int(size),
@@ -224,4 +251,4 @@ def changes(server: SharingServer, request: Request, recipient: str, _body: byte
             }}))
             files += 1
     access(request).update(version=f"{start}-{end}", files=files)
-    return _ndjson(lines, start)
+    return _ndjson(lines, start, fmt)

@@ -6,7 +6,9 @@
   (boto3, Signature Version 4, the warehouse's endpoint and keys from
   `waterline.engine.delta.storage`), so the bytes never pass through the server.
 
-Both read the tier's commit files (``_delta_log/<version>.json``) for change queries.
+Both read the tier's commit files (``_delta_log/<version>.json``) for change queries, and
+say whether a version's commit exists (how `waterline.sharing.tables` knows its snapshot
+is still the latest).
 Paths handed to them come from the tier table's own Delta log, never from a request.
 """
 
@@ -19,7 +21,7 @@ from urllib.parse import unquote
 
 from waterline.engine.delta import storage
 from waterline.sharing import protocol as P
-from waterline.sharing.files import FileSigner, resolve
+from waterline.sharing.signing import FileSigner, resolve
 
 #: Builds the absolute URL of ``/files/{token}`` for the request being answered.
 Link = Callable[[str], str]
@@ -48,6 +50,9 @@ class LocalTier:
     def commit_json(self, version: int) -> str:
         return (self.root / _commit_name(version)).read_text(encoding="utf-8")
 
+    def has_commit(self, version: int) -> bool:
+        return (self.root / _commit_name(version)).is_file()
+
 
 @dataclass(frozen=True)
 class S3Tier:
@@ -73,6 +78,16 @@ class S3Tier:
     def commit_json(self, version: int) -> str:
         bucket, key = self._object(_commit_name(version))
         return self.client.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+
+    def has_commit(self, version: int) -> bool:
+        bucket, key = self._object(_commit_name(version))
+        try:
+            self.client.head_object(Bucket=bucket, Key=key)
+        except self.client.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
 
 
 TierLocation = Union[LocalTier, S3Tier]
