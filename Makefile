@@ -14,7 +14,7 @@ S3PROXY_VERSION := 4.1.0
 # Connect server) has them with the Delta jars.
 JAVA_SRC := $(wildcard jvm/src/dev/waterline/spark/*.java)
 
-.PHONY: setup test demo bench bench-latency bench-soak bench-audit dev airflow lock check-deps clean
+.PHONY: setup test demo bench bench-latency bench-soak bench-sharing bench-audit dev airflow lock check-deps clean
 
 setup: $(STAMP)
 
@@ -63,6 +63,10 @@ bench-latency: setup
 # A day of one-minute releases, `maintain` hourly: first vs last hour's costs (BENCH_SOAK_ARGS="--hours 2": shorter).
 bench-soak: setup
 	$(BIN)/python -m bench.soak $(BENCH_SOAK_ARGS)
+
+# Delta Sharing under load, the access log table off and on in turn (BENCH_SHARING_ARGS to change).
+bench-sharing: setup
+	$(BIN)/python -m bench.sharing $(or $(BENCH_SHARING_ARGS),--compare-access-records 2 --max-seconds 150)
 
 # The release proof of a day of one-minute releases, three ways (BENCH_AUDIT_ARGS="--hours 4": shorter).
 bench-audit: setup

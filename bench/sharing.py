@@ -144,16 +144,21 @@ class _Lines(logging.Handler):
 class Server:
     """`waterline share serve` in a subprocess (``process``) or uvicorn in a thread (``thread``)."""
 
-    def __init__(self, spec, spec_file: Path, store: Path, mode: str, token: str) -> None:
+    def __init__(self, spec, spec_file: Path, store: Path, mode: str, token: str, access_records: bool = True) -> None:
         self.mode, self.port = mode, _free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
+        if mode != "process" and not access_records:
+            raise ValueError("the access records are switched off only for a server in its own process")
         if mode == "process":
             self.log_path = spec_file.parent / "access.log"
             self._log = self.log_path.open("wb")
-            waterline = Path(sys.executable).with_name("waterline")
-            self.proc = subprocess.Popen(
-                [str(waterline), "share", "serve", str(spec_file), "--host", "127.0.0.1", "--port", str(self.port),
-                 "--store", str(store)], stdout=subprocess.DEVNULL, stderr=self._log, stdin=subprocess.DEVNULL)
+            if access_records:  # the product as users run it
+                command = [str(Path(sys.executable).with_name("waterline")), "share", "serve", str(spec_file),
+                           "--host", "127.0.0.1"]
+            else:  # the same code with the access log table off (the CLI has no such switch)
+                command = [sys.executable, "-m", "bench.sharing_server", str(spec_file), "--no-access-records"]
+            self.proc = subprocess.Popen(command + ["--port", str(self.port), "--store", str(store)], cwd=REPO,
+                                         stdout=subprocess.DEVNULL, stderr=self._log, stdin=subprocess.DEVNULL)
             deadline = time.monotonic() + 60
             while True:
                 try:
@@ -362,7 +367,8 @@ def _table(title: str, rows_: dict[str, dict[str, Any]]) -> str:
 
 def run_load(spark, root: Path, *, clients: int = 8, releases: int = 8, rows_per_partition: int = 400,
              max_seconds: float = 360, max_requests: int = 20_000, think_ms: float = 25,
-             server_mode: str = "process", settle_seconds: float = 2.0, log=print) -> dict[str, Any]:
+             server_mode: str = "process", settle_seconds: float = 2.0, access_records: bool = True,
+             log=print) -> dict[str, Any]:
     """Run the load; returns counts, failures, inconsistent reads and the latency tables."""
     from waterline import Feed
 
@@ -393,7 +399,7 @@ def run_load(spark, root: Path, *, clients: int = 8, releases: int = 8, rows_per
     store = TokenStore(store_path)
     now = int(time.time() * 1000)
     tokens = {r: store.create(r, now_ms=now, expires_ms=now + 3_600_000)[0] for r in AUDIENCES}
-    server = Server(spec, spec_file, store_path, server_mode, tokens["acme"])
+    server = Server(spec, spec_file, store_path, server_mode, tokens["acme"], access_records)
     profiles = {}
     for r, t in tokens.items():
         profiles[r] = str(root / f"{r}.share")
@@ -441,6 +447,7 @@ def run_load(spark, root: Path, *, clients: int = 8, releases: int = 8, rows_per
     return {
         "clients": clients, "releases": done_releases, "rows_per_partition": rows_per_partition,
         "seconds": round(load_seconds, 1), "server": server_mode, "think_ms": think_ms,
+        "access_records": access_records,
         "reads_checked": len(observations),
         "reads_by_kind": dict(sorted(_count(o.kind for o in observations).items())),
         "failures": [f for c in crowd for f in c.failures] + [f"{n} did not stop" for n in stuck],
@@ -471,6 +478,30 @@ def report(result: dict[str, Any]) -> str:
                      + [f"INCONSISTENT: {f}" for f in result["inconsistent"][:20]])
 
 
+#: What the access records' cost is judged on (issue 26: query p99 within 10%), and what else is shown.
+COMPARED = [("server", "POST .../{table}/query"), ("client", "raw query"), ("server", "GET .../{table}/version"),
+            ("client", "client load_as_pandas")]
+
+
+def compare(runs: list[dict[str, Any]]) -> str:
+    """The same load with the access log table off and on, alternating: per operation, the p50
+    and p99 of all runs of each kind pooled, and on / off."""
+    pooled: dict[bool, dict[tuple[str, str], list[float]]] = {False: defaultdict(list), True: defaultdict(list)}
+    for run in runs:
+        for side, name in COMPARED:
+            row = run[f"{side}_table"].get(name)
+            pooled[run["access_records"]][(side, name)] += row["ms"] if row else []
+    lines = ["access records off vs on (" + ", ".join("on" if r["access_records"] else "off" for r in runs)
+             + f" runs, pooled)",
+             f"  {'operation':40} {'p50 off':>8} {'p50 on':>8} {'ratio':>6} {'p99 off':>8} {'p99 on':>8} {'ratio':>6}"]
+    for side, name in COMPARED:
+        off, on = pooled[False][(side, name)], pooled[True][(side, name)]
+        p = [percentile(off, .5), percentile(on, .5), percentile(off, .99), percentile(on, .99)]
+        lines.append(f"  {side + ' ' + name:40} {p[0]:>8.1f} {p[1]:>8.1f} {p[1] / p[0]:>6.2f} "
+                     f"{p[2]:>8.1f} {p[3]:>8.1f} {p[3] / p[2]:>6.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.sharing", description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=8)
@@ -480,25 +511,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-requests", type=int, default=20_000, help="per client")
     parser.add_argument("--think-ms", type=float, default=25, help="mean pause of a client between operations")
     parser.add_argument("--server", choices=("process", "thread"), default="process")
+    parser.add_argument("--compare-access-records", type=int, default=0, metavar="N",
+                        help="run the load 2N times, the access log table off and on in turn (process server), "
+                             "and compare their latencies")
     parser.add_argument("--json", action="store_true", help="print the result as JSON too")
     args = parser.parse_args(argv)
     from waterline.engine.spark.session import get_session
 
+    kinds = [False, True] * args.compare_access_records or [True]
     spark = get_session()
     try:
-        result = run_load(spark, Path(tempfile.mkdtemp(prefix="wl-bench-sharing-")), clients=args.clients,
-                          releases=args.releases, rows_per_partition=args.rows, max_seconds=args.max_seconds,
-                          max_requests=args.max_requests, think_ms=args.think_ms, server_mode=args.server,
-                          log=lambda m: print(m, file=sys.stderr, flush=True))
+        runs = [run_load(spark, Path(tempfile.mkdtemp(prefix="wl-bench-sharing-")), clients=args.clients,
+                         releases=args.releases, rows_per_partition=args.rows, max_seconds=args.max_seconds,
+                         max_requests=args.max_requests, think_ms=args.think_ms, server_mode=args.server,
+                         access_records=on, log=lambda m: print(m, file=sys.stderr, flush=True))
+                for on in kinds]
     finally:
         spark.stop()
-    print(report(result))
+    for result in runs:
+        print(("access records on" if result["access_records"] else "access records off") + ": " + report(result))
+    if len(runs) > 1:
+        print(compare(runs))
+    result = runs[-1]
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if not k.endswith("_table")}
                          | {k: {n: {"count": r["count"], "errors": r["errors"], "p50_ms": percentile(r["ms"], .5),
                                     "p99_ms": percentile(r["ms"], .99)} for n, r in result[k].items()}
                             for k in ("server_table", "client_table")}, indent=1))
-    return 0 if not result["failures"] and not result["inconsistent"] and not result["server_errors"] else 1
+    return 0 if all(not r["failures"] and not r["inconsistent"] and not r["server_errors"] for r in runs) else 1
 
 
 if __name__ == "__main__":
