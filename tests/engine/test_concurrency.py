@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
 DRIVERS = {"a": 11, "b": 22, "c": 33}  # partition -> seed
 # Operations in all, split over the drivers (WATERLINE_CONCURRENCY_OPS to change).
-OPS_PER_DRIVER = max(1, int(os.environ.get("WATERLINE_CONCURRENCY_OPS", "33")) // len(DRIVERS))
+OPS_PER_DRIVER = max(1, int(os.environ.get("WATERLINE_CONCURRENCY_OPS", "24")) // len(DRIVERS))
 
 
 def _model_row(row: dict) -> dict:
