@@ -79,12 +79,13 @@ class AirflowHome:
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """``airflow ARGS``, waited for; ``env`` adds to the home's environment for this call.
 
-        A call that failed on SQLite's "database is locked" runs again (up to 3 tries): the
+        A call that failed on SQLite's "database is locked" runs again (up to 6 tries, 2-10 s
+        apart; 3 tries 2 and 4 s apart all failed once in a full run on a loaded machine): the
         busy timeout does not help when a read transaction must upgrade to a write while a
         component holds the write lock (SQLite refuses at once rather than deadlock), and
         Airflow undoes such a half-made backfill precisely so that the caller can retry.
         """
-        for attempt in range(3):
+        for attempt in range(6):
             proc = subprocess.run([str(BIN / "airflow"), *args], cwd=str(self.root), env={**self.env, **(env or {})},
                                   capture_output=True, text=True, timeout=timeout)
             if proc.returncode == 0 or "database is locked" not in proc.stdout + proc.stderr:

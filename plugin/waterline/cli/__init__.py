@@ -7,7 +7,10 @@ anything else); `--verbose` adds the traceback.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+import threading
 import traceback
 
 import click
@@ -53,3 +56,33 @@ def main(argv: list[str] | None = None) -> None:
         first = (str(exc).strip().splitlines() or [""])[0]
         click.echo(f"error: {type(exc).__name__}: {first} (run with --verbose for details)", err=True)
         sys.exit(EXIT_INTERNAL_ERROR)
+
+
+def console() -> None:
+    """The ``waterline`` executable: `main`, then an exit that skips the interpreter's teardown
+    of native libraries.
+
+    Arrow's C++ thread pools (pyarrow, under deltalake's reads) can abort that teardown,
+    after the command has finished and printed its result: "terminate called without an
+    active exception", exit -6 (apache/arrow#34314), seen on `waterline report usage` in a
+    full test run. A script would read a successful command as a crash. So once the command
+    is done, its output flushed, Python's logging shut down and any non-daemon thread
+    joined (as a normal exit would), the process ends with the command's code.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader that went away (`| head`), or a closed stream
+            pass
+    logging.shutdown()
+    os._exit(code)
