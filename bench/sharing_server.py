@@ -1,6 +1,6 @@
 """A sharing server for `bench.sharing`'s process mode, with the access log table on or off.
 
-`waterline share serve` as its code runs it (`SharingServer`, `build_app`, uvicorn), plus
+`waterline share serve` as its code runs it (`SharingServer`, `waterline.sharing.app.run`), plus
 ``--no-access-records``, which the CLI does not have: the records are the compliance trail,
 so a served feed always writes them. Only the bench turns them off, to measure their cost.
 
@@ -10,16 +10,13 @@ Usage: python -m bench.sharing_server SPEC --port N --store FILE [--no-access-re
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import uvicorn  # noqa: E402
-
-from waterline.sharing.app import build_app, uvicorn_config  # noqa: E402
+from waterline.sharing.app import run  # noqa: E402
 from waterline.sharing.server import SharingServer  # noqa: E402
 from waterline.sharing.tokens import TokenStore  # noqa: E402
 from waterline.spec import load_spec  # noqa: E402
@@ -32,14 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--no-access-records", action="store_true")
     args = parser.parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)  # the access log lines the bench reads, as the CLI writes them
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    access = logging.getLogger("waterline.sharing.access")
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
     server = SharingServer([load_spec(args.spec)], TokenStore(args.store), url_ttl_seconds=600)
-    app = build_app(server, record_access=not args.no_access_records)
-    uvicorn.Server(uvicorn_config(app, host="127.0.0.1", port=args.port)).run()
+    run(server, host="127.0.0.1", port=args.port, record_access=not args.no_access_records)
     return 0
 
 

@@ -12,9 +12,7 @@ See docs/sharing.md.
 from __future__ import annotations
 
 import json
-import logging
 import re
-import sys
 import time
 from dataclasses import asdict
 
@@ -59,9 +57,7 @@ def serve(specs, host, port, tls_cert, tls_key, insecure, url_ttl, store_path) -
     """Serve the tiers of SPEC... (one share per feed) until interrupted."""
     # uvicorn and starlette cost ~90 ms at import and only `serve` needs them: every other
     # `waterline` command (and shell completion) would pay it at module level.
-    import uvicorn
-
-    from waterline.sharing.app import build_app, uvicorn_config
+    from waterline.sharing.app import run
     from waterline.sharing.server import SharingServer
 
     if bool(tls_cert) != bool(tls_key):
@@ -74,15 +70,9 @@ def serve(specs, host, port, tls_cert, tls_key, insecure, url_ttl, store_path) -
     if not any(spec.audiences for spec in loaded):
         raise WaterlineError("no spec has `audiences:`; nothing would be shared")
     server = SharingServer(loaded, _store(loaded, store_path), url_ttl_seconds=url_ttl)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    access = logging.getLogger("waterline.sharing.access")
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
     scheme = "https" if tls_cert else "http"
     click.echo(f"serving {', '.join(s.feed for s in loaded)} on {scheme}://{host}:{port}", err=True)
-    uvicorn.Server(uvicorn_config(build_app(server), host=host, port=port, tls_cert=tls_cert,
-                                  tls_key=tls_key)).run()
+    run(server, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key)
 
 
 @share_group.group("token")

@@ -11,6 +11,7 @@ store (`waterline.sharing.access_records`).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from contextlib import asynccontextmanager
 from typing import Any, Callable
@@ -180,3 +181,16 @@ def uvicorn_config(app, *, host: str, port: int, tls_cert: str | None = None, tl
     return uvicorn.Config(app, host=host, port=port, ssl_certfile=tls_cert, ssl_keyfile=tls_key,
                           log_level=log_level, access_log=False, limit_concurrency=64,
                           h11_max_incomplete_event_size=16 * 1024)
+
+
+def run(server: SharingServer, *, host: str, port: int, tls_cert: str | None = None, tls_key: str | None = None,
+        record_access: bool = True) -> None:
+    """Serve ``server`` until interrupted (what `waterline share serve` runs): one access log
+    line per request on stderr, the access records to their table (``record_access``, see
+    `build_app`)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    access_log.addHandler(handler)
+    access_log.setLevel(logging.INFO)
+    app = build_app(server, record_access=record_access)
+    uvicorn.Server(uvicorn_config(app, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key)).run()
