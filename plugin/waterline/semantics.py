@@ -369,8 +369,8 @@ def stream_current(
     after = dict(current)
     for (partition, key), payload in appended:
         if payload is None:
-            if after.get(key, (partition,))[0] == partition:
-                after.pop(key, None)
+            if key in after and after[key][0] == partition:  # not the new partition's version of a move
+                del after[key]
         else:
             after[key] = (partition, payload)
     return after
