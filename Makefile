@@ -9,6 +9,8 @@ M2_DEPS := .cache/maven-deps
 # s3proxy (a real S3 server on loopback) for the s3a:// tests; never on Spark's classpath.
 S3PROXY := $(VENV)/share/waterline/s3proxy
 S3PROXY_VERSION := 4.1.0
+# A Kafka broker (KRaft, 127.0.0.1) for stream sources' tests and demo; its own jar set, never on Spark's classpath.
+KAFKA   := $(VENV)/share/waterline/kafka
 # waterline's own JVM classes (jvm/src: the output committer, the conditional S3 LogStore): compiled
 # against pyspark's and the Delta jars into the jars folder, so every Spark start (local, cluster,
 # Connect server) has them with the Delta jars.
@@ -18,7 +20,8 @@ JAVA_SRC := $(wildcard jvm/src/dev/waterline/spark/*.java)
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jars.pom.xml build/select_jars.py $(JAVA_SRC)
+$(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jars.pom.xml \
+          build/kafka-jars.pom.xml build/kafka-broker.pom.xml build/select_jars.py $(JAVA_SRC)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
@@ -29,6 +32,8 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
 	mvn -q -B -f build/s3-jars.pom.xml dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
+	mvn -q -B -f build/kafka-jars.pom.xml dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(M2_DEPS)
 	$(BIN)/python build/select_jars.py $(M2_DEPS) $(JARS)
 	rm -rf $(VENV)/share/waterline/jvm-classes
 	javac --release 17 -nowarn -d $(VENV)/share/waterline/jvm-classes \
@@ -37,6 +42,9 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	mvn -q -B -f build/delta-jars.pom.xml dependency:copy \
 	    -Dartifact=org.gaul:s3proxy:$(S3PROXY_VERSION):jar:jar-with-dependencies \
 	    -DoutputDirectory=$(CURDIR)/$(S3PROXY)
+	rm -rf $(KAFKA)
+	mvn -q -B -f build/kafka-broker.pom.xml dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(KAFKA)
 	touch $(STAMP)
 
 # Two pytest workers (pytest-xdist, work stealing): much of the suite waits on Dagster and

@@ -7,6 +7,7 @@ import json
 import click
 
 from waterline.cli import render
+from waterline.cli.kafka import kafka_group
 from waterline.cli.spark import spark_group
 from waterline.clock import duration_us, parse_duration, parse_instant
 from waterline.errors import WaterlineError
@@ -222,3 +223,4 @@ def demo(root: str) -> None:
 
 
 cli.add_command(spark_group)
+cli.add_command(kafka_group)

@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from importlib.util import find_spec
 from dataclasses import asdict, dataclass, field
@@ -25,10 +21,10 @@ from pathlib import Path
 
 from waterline.engine.delta import storage
 from waterline.engine.log.spark_config import DELTA_CONF, delta_jars
+from waterline.engine.spark.processes import HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
 
 DEFAULT_STATE_DIR = ".waterline/spark"
-HOST = "127.0.0.1"
 _STATE_FILE = "cluster.json"
 _CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -52,7 +48,7 @@ class ClusterState:
         return cls(**json.loads(path.read_text())) if path.exists() else None
 
     def alive(self) -> dict[str, bool]:
-        return {name: _alive(pid) for name, pid in self.pids.items()}
+        return {name: alive(pid) for name, pid in self.pids.items()}
 
 
 def spark_home() -> Path:
@@ -61,13 +57,6 @@ def spark_home() -> Path:
     if spec is None or spec.origin is None:
         raise WaterlineError("pyspark is not installed: run `make setup`")
     return Path(spec.origin).parent
-
-
-def free_port() -> int:
-    """A port nobody listens on at 127.0.0.1 now (other engineers' servers share the host)."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def start(
@@ -107,7 +96,7 @@ def start(
             master = state.master_url if connect_master == "cluster" else connect_master
             port = connect_port or free_port()
             _start_connect(state, port, master)
-            _wait(lambda: _port_open(port), timeout, state, "connect", f"Spark Connect on port {port}")
+            _wait(lambda: port_open(port), timeout, state, "connect", f"Spark Connect on port {port}")
     except BaseException:
         stop(state_dir, state=state)
         raise
@@ -124,7 +113,7 @@ def stop(state_dir: str | Path = DEFAULT_STATE_DIR, *, state: ClusterState | Non
     order = sorted(state.pids, key=lambda n: (not n.startswith("connect"), not n.startswith("worker"), n))
     stopped = []
     for name in order:
-        if _kill_group(state.pids[name]):
+        if kill_group(state.pids[name]):
             stopped.append(name)
     path = Path(state.state_dir, _STATE_FILE)
     if path.exists():
@@ -163,13 +152,9 @@ def _env() -> dict[str, str]:
 
 
 def _spawn(state: ClusterState, name: str, argv: list[str]) -> None:
-    log = open(Path(state.state_dir, "logs", f"{name}.log"), "ab")
-    # Own session, so `stop` signals the whole group (spark-class execs java; executors are children).
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=_env(), cwd=state.state_dir, start_new_session=True)
-    log.close()
-    state.pids[name] = proc.pid
-    Path(state.state_dir, f"{name}.pid").write_text(str(proc.pid))
+    pid = spawn(argv, log_path=_log(state, name), env=_env(), cwd=state.state_dir)
+    state.pids[name] = pid
+    Path(state.state_dir, f"{name}.pid").write_text(str(pid))
 
 
 def _start_master(state: ClusterState, port: int) -> None:
@@ -177,7 +162,7 @@ def _start_master(state: ClusterState, port: int) -> None:
     _spawn(state, "master", [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
                              "--host", HOST, "--port", str(port), "--webui-port", str(ui)])
     state.master_url, state.master_ui = f"spark://{HOST}:{port}", f"http://{HOST}:{ui}"
-    _wait(lambda: _port_open(port), 60, state, "master", f"the master on port {port}")
+    _wait(lambda: port_open(port), 60, state, "master", f"the master on port {port}")
 
 
 def _start_worker(state: ClusterState, i: int, cores: int, memory: str) -> None:
@@ -225,21 +210,11 @@ def _escape_property(value: str) -> str:
 
 
 def _wait(ready, timeout: float, state: ClusterState, name: str, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        if name in state.pids and not _alive(state.pids[name]):
-            break
-        time.sleep(0.5)
-    raise WaterlineError(f"waiting for {what} failed: {_last_log_line(state, name)}")
+    wait_for(ready, timeout, pid=state.pids.get(name), log_path=_log(state, name), what=what)
 
 
-def _last_log_line(state: ClusterState, name: str) -> str:
-    path = Path(state.state_dir, "logs", f"{name}.log")
-    lines = [line for line in (path.read_text(errors="replace").splitlines() if path.exists() else []) if line.strip()]
-    errors = [line for line in lines if "ERROR" in line or "Exception" in line]
-    return f"{(errors or lines or ['(no output)'])[-1].strip()} (log: {path})"
+def _log(state: ClusterState, name: str) -> Path:
+    return Path(state.state_dir, "logs", f"{name}.log")
 
 
 def _alive_workers(state: ClusterState) -> int:
@@ -248,39 +223,3 @@ def _alive_workers(state: ClusterState) -> int:
             return int(json.load(response).get("aliveworkers", 0))
     except (OSError, ValueError):  # not listening yet, or a starting UI answering with its HTML page
         return 0
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((HOST, port)) == 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-def _kill_group(pid: int, grace: float = 15.0) -> bool:
-    """SIGTERM the group led by pid, SIGKILL it after ``grace`` seconds; False if it was gone."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            os.waitpid(pid, os.WNOHANG)  # reap our own child, if it is one
-        except ChildProcessError:
-            pass
-        if not _alive(pid):
-            return True
-        time.sleep(0.2)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return True

@@ -1,0 +1,44 @@
+"""The local broker against real clients: confluent-kafka produces, Spark's Kafka source reads.
+
+Spark reads with the jars `make setup` put beside the Delta jars (spark-sql-kafka-0-10,
+kafka-clients), so no Spark start downloads a package."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import Producer
+
+from waterline.engine.spark import kafka_broker
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for key, value in records:
+        producer.produce(topic, key=key, value=value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def test_spark_reads_what_was_produced_with_keys_tombstones_partitions_and_offsets(kafka, spark):
+    topic = f"ticks-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(kafka.bootstrap, topic, partitions=2)
+    kafka_broker.create_topic(kafka.bootstrap, topic, partitions=2)  # a second create is a no-op
+    _produce(kafka.bootstrap, topic, [(b"a", b'{"px": 1}'), (b"b", b'{"px": 2}'), (b"a", None)], partition=0)
+    _produce(kafka.bootstrap, topic, [(b"c", b'{"px": 3}')], partition=1)
+
+    rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+            .option("subscribe", topic).option("startingOffsets", "earliest").load()
+            .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "topic", "partition", "offset")
+            .collect())
+    got = sorted((r.partition, r.offset, r.key, r.value, r.topic) for r in rows)
+    assert got == [(0, 0, "a", '{"px": 1}', topic), (0, 1, "b", '{"px": 2}', topic), (0, 2, "a", None, topic),
+                   (1, 0, "c", '{"px": 3}', topic)]
+
+
+def test_a_second_start_on_a_running_broker_is_refused_with_the_stop_command(kafka):
+    import pytest
+
+    from waterline.errors import WaterlineError
+
+    with pytest.raises(WaterlineError, match=r"already runs .* `waterline kafka stop --dir"):
+        kafka_broker.start(kafka.state_dir)
