@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
-    root = args.reuse or args.resume or Path(tempfile.mkdtemp(prefix="wl-bench-audit-", dir=args.workdir))
+    # absolute: the spec resolves a relative warehouse against the feed's folder
+    root = (args.reuse or args.resume or Path(tempfile.mkdtemp(prefix="wl-bench-audit-", dir=args.workdir))).resolve()
     log(f"feed folder {root}")
     spec = make_spec(root, tiers={t: TIERS[t] for t in tiers}, time_travel_s=TIME_TRAVEL_S, audiences={})
     feed = Feed(spec, clock=FixedClock(4_000_000_000_000_000))  # far future: as_of decides W
