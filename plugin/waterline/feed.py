@@ -46,7 +46,11 @@ from waterline.spec.columns import output_columns
 if TYPE_CHECKING:  # the Spark room's types, for annotations only: importing it loads pyspark
     from pyspark.sql import SparkSession
 
+    import threading
+
+    from waterline.engine.core.results import StreamBatchResult
     from waterline.engine.spark.prearmed import ReleaseRun
+    from waterline.engine.spark.stream import StreamRun
 
 Instant = int | str | datetime
 """An instant: µs since the epoch (UTC), an ISO-8601 text (``2026-01-05T13:30:00Z``, ``now - 5m``) or a datetime."""
@@ -269,6 +273,18 @@ class Feed:
         """Process ``partition`` and append what changed to the held table as versions."""
         return _spark_room().ingest(self.spark, self.spec, self._partition(partition), clock=self.clock)
 
+    def stream(self, *, once: bool = True, trigger_seconds: float = 1.0, stop: threading.Event | None = None,
+               on_batch: Callable[[StreamBatchResult], None] | None = None) -> StreamRun:
+        """Read the feed's Kafka sources into the held table, each micro-batch exactly once,
+        releasing the tiers after a batch with rows due at once (a real-time tier).
+
+        ``once``: drain what the topics hold now and return; otherwise run with a trigger every
+        ``trigger_seconds`` until ``stop`` is set, then stop after the current batch."""
+        if trigger_seconds <= 0:
+            raise WaterlineError(f"stream: trigger_seconds must be > 0, got {trigger_seconds}")
+        return _spark_room().stream(self.spark, self.spec, once=once, trigger_seconds=trigger_seconds,
+                                    clock=self.clock, stop=stop, on_batch=on_batch)
+
     def backfill(self, first: str, last: str, *, progress: bool | Callable[[IngestResult], None] = True
                  ) -> list[IngestResult]:
         """Ingest the partitions from ``first`` to ``last`` (inclusive), in order.
@@ -376,6 +392,9 @@ class Feed:
     # -- helpers ---------------------------------------------------------------------
 
     def _partition(self, key: str, what: str = "partition") -> str:
+        if self.spec.is_stream:
+            raise WaterlineError(f"feed {self.name} streams from Kafka: `waterline stream` (Feed.stream) ingests it; "
+                                 f"it has no {what} to read")
         try:
             return self.spec.partitions.validate(str(key))
         except WaterlineError as exc:

@@ -9,6 +9,7 @@ import click
 from waterline.cli import render
 from waterline.cli.kafka import kafka_group
 from waterline.cli.spark import spark_group
+from waterline.cli.stream import stream
 from waterline.clock import duration_us, parse_duration, parse_instant
 from waterline.errors import WaterlineError
 from waterline.feed import Feed, load
@@ -224,3 +225,4 @@ def demo(root: str) -> None:
 
 cli.add_command(spark_group)
 cli.add_command(kafka_group)
+cli.add_command(stream)

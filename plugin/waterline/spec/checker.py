@@ -14,6 +14,7 @@ from waterline.errors import SpecError
 from waterline.clock import parse_duration
 
 SOURCE_KEYS = ("format", "path", "options")
+KAFKA_SOURCE_KEYS = ("format", "bootstrap", "topic", "topics", "value", "starting_offsets", "options")
 WATERLINE_KEYS = ("mode", "lateness", "idle_after")
 MAINTENANCE_KEYS = ("time_travel", "every")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")

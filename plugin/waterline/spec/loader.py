@@ -28,6 +28,7 @@ from waterline.spec.sections import (
     parse_waterline,
 )
 from waterline.spec.spark import parse_spark
+from waterline.spec.stream_sql import row_wise_problem
 
 
 def spec_from_dict(
@@ -95,6 +96,8 @@ def spec_from_dict(
     if isinstance(lead, bool) or not isinstance(lead, int) or lead < 0:
         check.fail("release_lead_seconds", f"expected an integer >= 0 (seconds before a due moment), got {lead!r}")
 
+    partition_by, remove_when = _stream_keys(check, data, sources, transform, job)
+
     return FeedSpec(
         feed=feed,
         warehouse=parse_warehouse(check, data["warehouse"], base),
@@ -115,9 +118,41 @@ def spec_from_dict(
         spark=parse_spark(check, data["spark"]) if data.get("spark") is not None else None,
         audiences=parse_audiences(check, data.get("audiences"), tiers),
         maintenance=parse_maintenance(check, data.get("maintenance")),
+        partition_by=partition_by,
+        remove_when=remove_when,
         spec_file=spec_file,
         base_dir=base,
     )
+
+
+def _stream_keys(check: SpecChecker, data: Mapping, sources: Mapping, transform: str | None,
+                 job: str | None) -> tuple[str | None, str | None]:
+    """``partition_by`` and ``remove_when``: required and optional for a stream feed, refused
+    for a feed of files (whose partitions are what each ingest reads)."""
+    streams = [name for name, source in sources.items() if source.is_stream]
+    partition_by, remove_when = data.get("partition_by"), data.get("remove_when")
+    if not streams:
+        for key in ("partition_by", "remove_when"):
+            if data.get(key) is not None:
+                check.fail(key, "only a stream feed (a source of format: kafka) has it: a feed of files "
+                                "is ingested by partition, and a partition's output replaces its rows")
+        return None, None
+    if len(streams) != len(sources):
+        files = sorted(set(sources) - set(streams))
+        check.fail("sources", f"a feed streams from Kafka or reads partitions of files, not both "
+                              f"(kafka: {', '.join(streams)}; files: {', '.join(files)})")
+    if job is not None:
+        check.fail("job", "a stream feed runs its `transform` on each micro-batch; a Python job is not supported for streams")
+    problem = row_wise_problem(transform)
+    if problem is not None:
+        check.fail("transform", problem)
+    if partition_by is None:
+        check.fail("partition_by", "required for a stream feed: Spark SQL over an output row giving its partition "
+                                   "key, e.g. \"date(event_time)\" for daily partitions")
+    partition_by = check.text(partition_by, "partition_by").strip()
+    if remove_when is not None:
+        remove_when = check.text(remove_when, "remove_when").strip()
+    return partition_by, remove_when
 
 
 def load_spec(

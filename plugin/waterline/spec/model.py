@@ -16,6 +16,10 @@ from waterline.spec.partitions import PartitionScheme
 from waterline.spec.spark import SparkSpec
 
 SOURCE_FORMATS = ("json", "csv", "parquet", "delta")
+#: A stream source (read by `waterline stream`, never by partition).
+STREAM_FORMAT = "kafka"
+#: How a Kafka record's value is decoded for the transform (absent: the raw bytes).
+KAFKA_VALUE_FORMATS = ("json", "csv")
 LATE_POLICIES = ("publish", "drop", "quarantine")
 WATERLINE_MODES = ("clock", "event")
 # The name of the source when the spec uses the single `source:` key, and the
@@ -34,6 +38,34 @@ DEFAULT_LEAD_SECONDS = 45
 
 
 @dataclass(frozen=True)
+class KafkaSpec:
+    """A Kafka source: where, which topics, how values decode, where a first run starts.
+
+    ``value_schema`` is a Spark DDL schema of the decoded value (``value_format`` json or
+    csv); with no format the transform sees the value's bytes. Credentials are never here:
+    `waterline.engine.spark.stream_source` reads them from the environment.
+    """
+
+    bootstrap: str
+    topics: tuple[str, ...]
+    value_format: str | None = None
+    value_schema: str | None = None
+    starting_offsets: str = "earliest"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"bootstrap": self.bootstrap}
+        if len(self.topics) == 1:
+            out["topic"] = self.topics[0]
+        else:
+            out["topics"] = list(self.topics)
+        if self.value_format is not None:
+            out["value"] = {"format": self.value_format, "schema": self.value_schema}
+        if self.starting_offsets != "earliest":
+            out["starting_offsets"] = self.starting_offsets
+        return out
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     """One input: a Spark reader ``format``, a ``path`` template and reader ``options``.
 
@@ -46,6 +78,11 @@ class SourceSpec:
     format: str
     path: str
     options: dict[str, str] = field(default_factory=dict)
+    kafka: KafkaSpec | None = None  # format kafka: the stream's topics (``path`` is empty)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.kafka is not None
 
     def path_for(self, partition: str) -> str:
         """The path of this source's data for one (already validated) partition key."""
@@ -56,7 +93,10 @@ class SourceSpec:
         return {name for _, name, _, _ in string.Formatter().parse(self.path) if name is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"format": self.format, "path": self.path}
+        if self.kafka is not None:
+            out: dict[str, Any] = {"format": self.format, **self.kafka.to_dict()}
+        else:
+            out = {"format": self.format, "path": self.path}
         if self.options:
             out["options"] = dict(self.options)
         return out
@@ -168,10 +208,18 @@ class FeedSpec:
     # Recipient -> the tiers it may read over Delta Sharing (spec key `audiences:`).
     audiences: dict[str, tuple[str, ...]] = field(default_factory=dict)
     maintenance: MaintenanceSpec = field(default_factory=MaintenanceSpec)
+    # Stream feeds (Kafka sources): the held partition of a row, and when a record removes its key.
+    partition_by: str | None = None
+    remove_when: str | None = None
     # The YAML file the spec came from (None when built from a dict) and the
     # folder relative paths resolved against; neither is part of equality.
     spec_file: str | None = field(default=None, compare=False)
     base_dir: Path | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_stream(self) -> bool:
+        """Whether the feed's sources are Kafka topics (`waterline stream`), not partitioned files."""
+        return any(source.is_stream for source in self.sources.values())
 
     # -- tables ---------------------------------------------------------------
     @property
@@ -276,6 +324,10 @@ class FeedSpec:
             out["audiences"] = {name: list(tiers) for name, tiers in self.audiences.items()}
         if self.maintenance != MaintenanceSpec():
             out["maintenance"] = self.maintenance.to_dict()
+        if self.partition_by is not None:
+            out["partition_by"] = self.partition_by
+        if self.remove_when is not None:
+            out["remove_when"] = self.remove_when
         return out
 
 

@@ -25,7 +25,8 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "feed": SpecKey(str, True, "The feed's name: lower case letters, digits and _; names its folder and assets."),
     "description": SpecKey(str | None, False, "Free text shown with the feed's assets."),
     "warehouse": SpecKey(str, True, "Folder or s3a:// URI; the feed's Delta tables live under <warehouse>/<feed>/."),
-    "source": SpecKey(dict[str, Any] | None, False, "One source: {format: json|csv|parquet|delta, path, options}."),
+    "source": SpecKey(dict[str, Any] | None, False,
+                      "One source: {format: json|csv|parquet|delta, path, options} or {format: kafka, bootstrap, topic, value}."),
     "sources": SpecKey(dict[str, dict[str, Any]] | None, False, "Several named sources instead of `source`."),
     "partitions": SpecKey(dict[str, Any], True, "{daily|hourly: {start, end}} or {static: [keys]}."),
     "transform": SpecKey(str | None, False, "Spark SQL over the view `source` (or one view per source)."),
@@ -43,6 +44,10 @@ SPEC_KEYS: dict[str, SpecKey] = {
     "audiences": SpecKey(
         dict[str, list[str]] | None, False, "Recipient -> the tiers it may read over Delta Sharing (never the held table)."
     ),
+    "partition_by": SpecKey(str | None, False,
+                            "Stream feeds: Spark SQL over an output row giving its partition key, e.g. date(event_time)."),
+    "remove_when": SpecKey(str | None, False,
+                           "Stream feeds: Spark SQL over a record, TRUE when it removes its key (e.g. value IS NULL)."),
     "maintenance": SpecKey(
         dict[str, str] | None, False,
         "{time_travel: 7 days, every: 1 hour}: how long past tier versions stay readable; how often to maintain.",

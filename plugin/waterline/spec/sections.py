@@ -8,14 +8,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
 
-from waterline.spec.checker import MAINTENANCE_KEYS, SOURCE_KEYS, WATERLINE_KEYS, SpecChecker, describe
+from waterline.spec.checker import KAFKA_SOURCE_KEYS, MAINTENANCE_KEYS, SOURCE_KEYS, WATERLINE_KEYS, SpecChecker, describe
 from waterline.clock import duration_text
 from waterline.spec.model import (
     DEFAULT_SOURCE,
+    KAFKA_VALUE_FORMATS,
     MIN_TIME_TRAVEL,
     PATH_PLACEHOLDERS,
     SOURCE_FORMATS,
+    STREAM_FORMAT,
     WATERLINE_MODES,
+    KafkaSpec,
     MaintenanceSpec,
     SourceSpec,
     WaterlineSpec,
@@ -78,21 +81,15 @@ def parse_sources(check: SpecChecker, data: Mapping, base: Path, kind: str) -> d
 
 def parse_source(check: SpecChecker, value: Any, path: str, base: Path, kind: str) -> SourceSpec:
     value = check.mapping(value, path, "a mapping {format: ..., path: ...}")
+    if value.get("format") == STREAM_FORMAT:
+        return parse_kafka_source(check, value, path)
     check.only_keys(value, SOURCE_KEYS, path)
     for key in ("format", "path"):
         if key not in value:
             check.fail(f"{path}.{key}", "required key is missing")
-    fmt = check.choice(value["format"], SOURCE_FORMATS, f"{path}.format")
+    fmt = check.choice(value["format"], (*SOURCE_FORMATS, STREAM_FORMAT), f"{path}.format")
     template = check.text(value["path"], f"{path}.path").strip()
-    options_in = check.mapping(value.get("options") or {}, f"{path}.options")
-    options = {}
-    for key, option in options_in.items():
-        if isinstance(option, bool):
-            options[key] = "true" if option else "false"  # Spark's spelling
-        elif isinstance(option, (str, int, float)):
-            options[key] = str(option)
-        else:
-            check.fail(f"{path}.options.{key}", f"expected a string, number or boolean, got {describe(option)}")
+    options = _options(check, value.get("options"), path)
     source = SourceSpec(format=fmt, path=template, options=options)
     try:
         names = source.placeholders()
@@ -107,6 +104,69 @@ def parse_source(check: SpecChecker, value: Any, path: str, base: Path, kind: st
     if "{partition}" in template and kind == "hourly" and "://" not in template:
         check.fail(f"{path}.path", "hourly keys contain ':', which Hadoop paths cannot hold; use {date}/{hour}")
     return SourceSpec(format=fmt, path=resolve_path(template, base), options=options)
+
+
+def _options(check: SpecChecker, value: Any, path: str) -> dict[str, str]:
+    """Reader options as Spark takes them: text, with booleans spelled as Spark does."""
+    options = {}
+    for key, option in check.mapping(value or {}, f"{path}.options").items():
+        if isinstance(option, bool):
+            options[key] = "true" if option else "false"  # Spark's spelling
+        elif isinstance(option, (str, int, float)):
+            options[key] = str(option)
+        else:
+            check.fail(f"{path}.options.{key}", f"expected a string, number or boolean, got {describe(option)}")
+    return options
+
+
+#: Kafka client settings that carry secrets: the spec is committed to git, so these come
+#: from the environment (`waterline.engine.spark.stream_source.credential_options`).
+_SECRET_WORDS = ("password", "jaas", "secret", "token", "credential")
+
+
+def parse_kafka_source(check: SpecChecker, value: Mapping, path: str) -> SourceSpec:
+    """``{format: kafka, bootstrap, topic | topics, value: {format, schema}, starting_offsets, options}``."""
+    check.only_keys(value, KAFKA_SOURCE_KEYS, path)
+    if "bootstrap" not in value:
+        check.fail(f"{path}.bootstrap", "required key is missing (host:port[,host:port...] of the Kafka brokers)")
+    bootstrap = check.text(value["bootstrap"], f"{path}.bootstrap").strip()
+    if ("topic" in value) == ("topics" in value):
+        check.fail(f"{path}.topic", "give exactly one of `topic` (one topic) or `topics` (a list)")
+    if "topic" in value:
+        topics = (check.text(value["topic"], f"{path}.topic").strip(),)
+    else:
+        listed = value["topics"]
+        if not isinstance(listed, list) or not listed:
+            check.fail(f"{path}.topics", f"expected a non-empty list of topic names, got {describe(listed)}")
+        topics = tuple(check.text(t, f"{path}.topics[{i}]").strip() for i, t in enumerate(listed))
+    for i, topic in enumerate(topics):
+        if not re.match(r"^[A-Za-z0-9._-]{1,249}$", topic):
+            check.fail(f"{path}.topics[{i}]" if "topics" in value else f"{path}.topic",
+                       f"Kafka topic names are [A-Za-z0-9._-], up to 249 characters; got {topic!r}")
+    value_format = value_schema = None
+    if value.get("value") is not None:
+        decoded = check.mapping(value["value"], f"{path}.value", "a mapping {format: json|csv, schema: <Spark DDL>}")
+        check.only_keys(decoded, ("format", "schema"), f"{path}.value")
+        for key in ("format", "schema"):
+            if key not in decoded:
+                check.fail(f"{path}.value.{key}", "required key is missing")
+        value_format = check.choice(decoded["format"], KAFKA_VALUE_FORMATS, f"{path}.value.format")
+        value_schema = check.text(decoded["schema"], f"{path}.value.schema").strip()
+    starting = value.get("starting_offsets", "earliest")
+    if starting not in ("earliest", "latest"):
+        starting = check.text(starting, f"{path}.starting_offsets")
+        if not starting.lstrip().startswith("{"):
+            check.fail(f"{path}.starting_offsets", f"expected earliest, latest or Spark's JSON of offsets per partition, got {starting!r}")
+    options = _options(check, value.get("options"), path)
+    for key in options:
+        if any(word in key.lower() for word in _SECRET_WORDS):
+            check.fail(f"{path}.options.{key}", "credentials never go in a spec: set WATERLINE_KAFKA_"
+                       f"{key.removeprefix('kafka.').upper().replace('.', '_')} in the environment instead")
+        if key in ("subscribe", "subscribePattern", "assign", "kafka.bootstrap.servers", "startingOffsets"):
+            check.fail(f"{path}.options.{key}", "set by waterline from `bootstrap`, `topic(s)` and `starting_offsets`")
+    kafka = KafkaSpec(bootstrap=bootstrap, topics=topics, value_format=value_format, value_schema=value_schema,
+                      starting_offsets=starting)
+    return SourceSpec(format=STREAM_FORMAT, path="", options=options, kafka=kafka)
 
 
 def parse_waterline(check: SpecChecker, value: Any) -> WaterlineSpec:

@@ -266,3 +266,31 @@ class TierProof(_Result):
     def clean(self) -> bool:
         """No breach and nothing the proof could not see."""
         return self.breach_count == 0 and not self.unproven
+
+
+@dataclass(frozen=True)
+class StreamBatchResult(_Result):
+    """One micro-batch of a stream source: what it appended to held (``skipped``: a replay of
+    a batch the held table already has, which appended nothing)."""
+
+    feed: str
+    source: str
+    batch_id: int
+    skipped: bool
+    seq: int | None  # None when the batch appended nothing
+    records: int = 0
+    versions_written: int = 0
+    inserted: int = 0
+    updated: int = 0
+    removed: int = 0
+    quarantined: int = 0
+    event_waterline_us: int | None = None
+    next_due_us: int | None = None
+
+    def summary(self) -> str:
+        """One log line: ``feed/source batch n: read n records, wrote n versions (...)``."""
+        head = f"{self.feed}/{self.source} batch {self.batch_id}"
+        if self.skipped:
+            return f"{head}: already in held (a replay), skipped"
+        return (f"{head}: read {self.records} records, wrote {self.versions_written} versions ({self.inserted} new, "
+                f"{self.updated} changed, {self.removed} removed), {self.quarantined} quarantined")

@@ -103,6 +103,13 @@ class Commit:
     parameters: Mapping[str, str] = field(default_factory=dict)
     txn: tuple[str, int] | None = None
     record_property: bool = False
+    #: Further transactions the commit applies (a stream's (app, batch id) beside the held
+    #: sequence): a replay of any of them skips the whole commit.
+    also_txns: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def transactions(self) -> tuple[tuple[str, int], ...]:
+        return ((self.txn,) if self.txn is not None else ()) + self.also_txns
 
     @property
     def blind_append(self) -> bool:
@@ -118,8 +125,7 @@ class Commit:
             user_metadata=None if self.state is None else state_text(self.state, tagged=True),
             engine_info=self.engine, txn_id=attempt,
         )]
-        if self.txn is not None:
-            out.append(Txn(self.txn[0], self.txn[1], now_ms))
+        out.extend(Txn(app, version, now_ms) for app, version in self.transactions)
         if self.record_property and self.state is not None:
             out.append(metadata.with_property(PROPERTY, state_text(self.state)))
         out += [RemoveFile(r.path, r.partition_values, r.size, now_ms, r.data_change) for r in self.files.removes]
@@ -136,14 +142,15 @@ def tier_commit(files: FileActions, state: TierState, *, app: str) -> Commit:
 
 
 def append_commit(files: FileActions, state: HeldState, *, app: str, partition_by: tuple[str, ...],
-                  record_property: bool) -> Commit:
+                  record_property: bool, also_txns: tuple[tuple[str, int], ...] = ()) -> Commit:
     """A held append: ``files`` (adds only), the transaction (``app``, ``state.seq``) and the
-    state, and, when ``record_property``, the state as the table property too."""
+    state, and, when ``record_property``, the state as the table property too; ``also_txns``:
+    further transactions it applies (a stream batch's)."""
     if files.removes or files.cdcs:
         raise ValueError("an append adds files only")
     return Commit(operation="WRITE", engine=APPEND_ENGINE_INFO, state=state, files=files,
                   parameters={"mode": "Append", "partitionBy": json.dumps(list(partition_by))},
-                  txn=(app, state.seq), record_property=record_property)
+                  txn=(app, state.seq), record_property=record_property, also_txns=also_txns)
 
 
 def property_commit(state: HeldState | TierState) -> Commit:
@@ -174,11 +181,10 @@ def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBAS
     reason = unsupported(base.protocol, base.metadata)
     if reason is not None:
         raise WaterlineError(f"table {base.path}: waterline's commit writer does not write this table ({reason})")
-    if commit.txn is not None:
-        applied = base.transactions.get(commit.txn[0])
-        if applied is not None and applied >= commit.txn[1]:
-            raise SkippedCommit(f"{base.path}: transaction {commit.txn[0]} {commit.txn[1]} already applied "
-                                f"(table has {applied})")
+    for app, txn_version in commit.transactions:
+        applied = base.transactions.get(app)
+        if applied is not None and applied >= txn_version:
+            raise SkippedCommit(f"{base.path}: transaction {app} {txn_version} already applied (table has {applied})")
     attempt = uuid.uuid4().hex  # makes every attempt's bytes unique: a read-back that matches is ours
     metadata = base.metadata
     version = base.version + 1

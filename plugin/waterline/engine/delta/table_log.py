@@ -149,11 +149,12 @@ class TableLog:
         """The table's properties (empty without a table)."""
         return {} if self._table is None else dict(self._table.metadata().configuration)
 
-    def snapshot(self) -> Snapshot:
-        """What a commit written on top of this version builds on (`waterline.engine.delta.commit`)."""
+    def snapshot(self, *, apps: tuple[str, ...] = ()) -> Snapshot:
+        """What a commit written on top of this version builds on (`waterline.engine.delta.commit`):
+        with waterline's transactions and those of ``apps`` (a stream's)."""
         return Snapshot(path=self.path, version=self._require().version(), protocol=self.protocol(),
                         metadata=self.metadata(),
-                        transactions={app: v for app in (APP_SEQ, APP_COMMIT)
+                        transactions={app: v for app in (APP_SEQ, APP_COMMIT, *apps)
                                       if (v := self.transaction_version(app)) is not None})
 
     def commit_actions(self, version: int) -> list[Action] | None:

@@ -91,6 +91,13 @@ def write(versions: DataFrame, columns: list[str], held_path: str, token: str, p
     write_parquet(files, folder(held_path, token, partition), mode="append", options=_WRITE_OPTIONS)
 
 
+def write_partitioned(versions: DataFrame, columns: list[str], held_path: str, token: str) -> None:
+    """`write` for versions of several partitions (a stream's micro-batch): Spark writes them
+    under one folder per partition, which `commit` names with their partition values."""
+    write_parquet(versions.select(*columns), storage.join(held_path, _data(token)), mode="append",
+                  options=_WRITE_OPTIONS, partition_by=C.PARTITION)
+
+
 def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, key: StructType) -> None:
     """Raise the duplicate-key error if the files `write` wrote for ``token`` hold an identity
     twice. The key columns (``key``: as the output names and types them) are read from the
@@ -106,23 +113,26 @@ def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, 
         raise duplicate_keys_error(spec.feed, partition, spec.key, found)
 
 
-def commit(held_log: TableLog, state: HeldState, token: str, *, record_property: bool) -> int:
+def commit(held_log: TableLog, state: HeldState, token: str, *, record_property: bool,
+           stream_txn: tuple[str, int] | None = None) -> int:
     """Commit the files of ``token`` as the held table's next version: the adds (statistics
     from the footers), the transaction ``waterline.seq`` = ``state.seq`` and ``state``;
-    after other writers' commits that kept every row, when there are some.
+    after other writers' commits that kept every row, when there are some. ``stream_txn``:
+    the (app, batch id) of the stream micro-batch these versions are, committed with them.
 
     Raises `SkippedCommit` when the sequence was used or another writer changed rows (the
     caller plans again): the staged files are deleted then, as no commit names them. A
     commit whose outcome the store never told (`OutcomeUnknown`) keeps them: it may have
     landed, and gc deletes them only if no commit carries ``token``."""
-    snapshot = held_log.snapshot()
+    snapshot = held_log.snapshot(apps=(stream_txn[0],) if stream_txn else ())
     columns = stats_columns(snapshot.metadata.configuration)
     files = written_files(held_log.path, _data(token), stats=True, columns=columns)
     adds = tuple(f.add_action() for f in files)
     metrics = {"numFiles": str(len(adds)), "numOutputRows": str(state.versions),
                "numOutputBytes": str(sum(f.size for f in files))}
     change = append_commit(FileActions(adds=adds, metrics=metrics), state, app=APP_SEQ,
-                           partition_by=snapshot.metadata.partition_columns, record_property=record_property)
+                           partition_by=snapshot.metadata.partition_columns, record_property=record_property,
+                           also_txns=(stream_txn,) if stream_txn else ())
     try:
         version = write_commit(snapshot, change)
     except SkippedCommit:

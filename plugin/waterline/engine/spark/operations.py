@@ -11,9 +11,11 @@ from waterline.engine.spark.prearmed import ReleaseRun, release_run, release_whe
 from waterline.engine.spark.release import release
 from waterline.engine.spark.schedule import compile_tiers
 from waterline.engine.spark.source import read_output
+from waterline.engine.spark.stream import StreamRun
+from waterline.engine.spark.stream import run as stream
 
 __all__ = [
     "ReleaseRun", "audit_tier", "compile_tiers", "gc", "hold", "ingest", "maintain", "prove_tier", "quiet_session",
     "read_output", "release",
-    "release_run", "release_when_due", "resume",
+    "release_run", "release_when_due", "resume", "stream", "StreamRun",
 ]

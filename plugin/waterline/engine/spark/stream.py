@@ -1,0 +1,170 @@
+"""`waterline stream`: Spark Structured Streaming from each Kafka source into the held table.
+
+One streaming query per source, its checkpoint in the warehouse
+(``<warehouse>/<feed>/_wl_stream/<source>/``, so a run on another machine resumes where
+this one stopped), each micro-batch appended by `stream_ingest.ingest_batch` as one held
+commit carrying (``waterline.stream.<source>``, batch id). After a batch whose versions are
+due at once under some tier (a real-time tier), the tiers are released in the same run, so
+produce -> readable needs no second process.
+
+``once``: ``Trigger.AvailableNow``, drain what the topics hold now and return (a Dagster
+materialization, an Airflow task, a test). Otherwise a processing-time trigger until
+``stop`` is set (the CLI sets it on SIGTERM/SIGINT); the queries then stop after their
+current batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from waterline.clock import Clock, SystemClock
+from waterline.engine.core.results import ReleaseResult, StreamBatchResult
+from waterline.engine.delta import storage
+from waterline.engine.spark.release import release
+from waterline.engine.spark.spark_errors import spark_message
+from waterline.engine.spark.stream_ingest import ingest_batch
+from waterline.engine.spark.stream_source import read_stream
+from waterline.errors import WaterlineError
+from waterline.spec import FeedSpec
+
+log = logging.getLogger(__name__)
+
+#: How long a stopping query may take to finish its current batch before it is stopped anyway.
+STOP_GRACE_S = 120.0
+
+
+@dataclass
+class StreamRun:
+    """What one `run` did: every micro-batch, the releases it made, the offsets it reached."""
+
+    feed: str
+    batches: list[StreamBatchResult] = field(default_factory=list)
+    releases: list[ReleaseResult] = field(default_factory=list)
+    offsets: dict[str, dict] = field(default_factory=dict)  # source -> {topic: {partition: next offset}}
+
+    @property
+    def versions_written(self) -> int:
+        return sum(b.versions_written for b in self.batches)
+
+    def summary(self) -> str:
+        applied = [b for b in self.batches if not b.skipped]
+        return (f"{self.feed}: {len(applied)} batches ({len(self.batches) - len(applied)} replays skipped), "
+                f"{sum(b.records for b in applied)} records, {self.versions_written} versions, "
+                f"{len(self.releases)} releases")
+
+
+def checkpoint_path(spec: FeedSpec, source: str) -> str:
+    """Where Spark keeps source ``source``'s offsets and commits (in the warehouse)."""
+    return storage.join(spec.feed_dir, "_wl_stream", source)
+
+
+def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: float = 1.0,
+        clock: Clock | None = None, stop: threading.Event | None = None,
+        on_batch: Callable[[StreamBatchResult], None] | None = None) -> StreamRun:
+    """Stream every Kafka source of ``spec`` into held (see the module)."""
+    if not spec.is_stream:
+        raise WaterlineError(f"feed {spec.feed}: no Kafka source: `waterline ingest` reads its partitions")
+    clock = clock or SystemClock()
+    result = StreamRun(feed=spec.feed)
+    failures: list[BaseException] = []
+    lock = threading.Lock()  # foreachBatch calls of several queries come on their own threads
+
+    def each(source: str) -> Callable[[DataFrame, int], None]:
+        def apply(records: DataFrame, batch_id: int) -> None:
+            try:
+                with lock:
+                    done = ingest_batch(spark, spec, source, records, batch_id, clock=clock)
+                    result.batches.append(done)
+                    log.info("%s", done.summary())
+                    if not done.skipped and done.next_due_us is not None and done.next_due_us <= clock.now_us():
+                        result.releases.append(release(spark, spec, clock=clock))
+                if on_batch is not None:
+                    on_batch(done)
+            except BaseException as exc:  # kept: Spark wraps it in a many-line StreamingQueryException
+                failures.append(exc)
+                raise
+        return apply
+
+    queries = {}
+    for source in spec.sources:
+        writer = (read_stream(spark, spec, source).writeStream.foreachBatch(each(source))
+                  .option("checkpointLocation", checkpoint_path(spec, source))
+                  .queryName(f"waterline_{spec.feed}_{source}"))
+        writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
+        queries[source] = writer.start()
+    try:
+        if once:
+            for query in queries.values():
+                _await(query, failures, spec)
+        else:
+            stop = stop or threading.Event()
+            while not stop.is_set():
+                for query in queries.values():
+                    if not query.isActive:
+                        _await(query, failures, spec)  # raises what ended it
+                stop.wait(0.5)
+            _stop_after_batch(queries.values())
+    finally:
+        for query in queries.values():
+            if query.isActive:
+                query.stop()
+    for source, query in queries.items():
+        progress = query.lastProgress
+        if progress and progress.get("sources"):
+            result.offsets[source] = _offsets(progress["sources"][0].get("endOffset"))
+    return result
+
+
+def _await(query, failures: list[BaseException], spec: FeedSpec) -> None:
+    try:
+        query.awaitTermination()
+    except Exception as exc:
+        if failures:  # our own error, not Spark's wrapping of it
+            raise failures[0] from None
+        message = spark_message(exc) or str(exc).strip().splitlines()[0]
+        raise WaterlineError(f"feed {spec.feed}: stream: {missing_offsets(message) or message}") from exc
+
+
+def _stop_after_batch(queries) -> None:
+    """Stop each query once its current batch finished (at most `STOP_GRACE_S`)."""
+    deadline = time.monotonic() + STOP_GRACE_S
+    for query in queries:
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        query.stop()
+
+
+def missing_offsets(message: str) -> str | None:
+    """Spark's data-loss error (records Kafka no longer has) as one line naming the topic,
+    partition and range, or None for any other error."""
+    import re
+
+    found = re.search(r"[Pp]artition (\S+?)-(\d+)'s offset was changed from (\d+) to (\d+)", message)
+    if found:
+        topic, partition, was, now = found.groups()
+        return (f"topic {topic} partition {partition}: offsets {was}..{int(now) - 1} are no longer in Kafka "
+                f"(retention or a deleted topic); start again from a new checkpoint or set "
+                f"options.failOnDataLoss: false to skip them")
+    found = re.search(r"[Cc]annot fetch offset (\d+).*?TopicPartition: (\S+?)-(\d+)", message)
+    if found:
+        offset, topic, partition = found.groups()
+        return (f"topic {topic} partition {partition}: offset {offset} is no longer in Kafka (retention or a "
+                f"deleted topic); start again from a new checkpoint or set options.failOnDataLoss: false to skip it")
+    return None
+
+
+def _offsets(end) -> dict:
+    import json
+
+    if isinstance(end, str):
+        try:
+            end = json.loads(end)
+        except ValueError:
+            return {}
+    return end if isinstance(end, dict) else {}

@@ -1,0 +1,320 @@
+"""One micro-batch of a stream source into the held table, exactly once.
+
+The rules (DESIGN.md "Streams", `waterline.semantics.stream_batch`): each record is an
+upsert or a removal of its key, never the replacement of a partition; the records of one
+key in a batch collapse to the last by (topic, Kafka partition, offset); a record equal to
+the key's current version appends nothing, nor does the removal of an absent key; a row
+whose partition changed is a removal in its old partition and a version in the new one.
+
+Exactly once: the batch's versions, the held state and the Delta transaction
+(``waterline.stream.<source>``, the batch id) are one commit, written under the feed lease
+by waterline's commit writer (`held_append`). Spark's checkpoint records a batch as done
+only after this returns, so a crash in between replays the batch with the same id; the
+held table already has that transaction, and the replay appends nothing. The quarantine
+append carries its own transaction, so a replay does not repeat its rows either.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from waterline.clock import Clock, SystemClock
+from waterline.engine.core import columns as C
+from waterline.engine.core import faults
+from waterline.engine.core.event_time import advance_sources, event_waterline
+from waterline.engine.core.races import new_token, retry_lost_races
+from waterline.engine.core.results import StreamBatchResult
+from waterline.engine.core.sqltext import quoted, sql_string
+from waterline.engine.core.state import HeldState
+from waterline.engine.delta.commit import property_commit, write_commit
+from waterline.engine.delta.table_log import TableLog
+from waterline.engine.log.lease import Lease, feed_lease
+from waterline.engine.spark import held_append
+from waterline.engine.spark import versions as V
+from waterline.engine.spark.commits import commit_state
+from waterline.engine.spark.conflicts import is_commit_conflict
+from waterline.engine.spark.profile import row_hash
+from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
+from waterline.engine.spark.spark_errors import hint, spark_message
+from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
+from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
+from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
+from waterline.errors import SpecError, WaterlineError
+from waterline.spec import FeedSpec
+from waterline.spec.stream_sql import RECORD_OFFSET, RECORD_PARTITION, RECORD_TOPIC, REMOVE
+
+log = logging.getLogger(__name__)
+
+_RECORD = (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET, REMOVE)
+_CURRENT = "_wl_current"
+
+
+def stream_app(source: str) -> str:
+    """The Delta transaction id of a stream source's micro-batches in the held table."""
+    return f"waterline.stream.{source}"
+
+
+def applied_batch(spec: FeedSpec, source: str) -> int | None:
+    """The last batch id of ``source`` the held table has (None: none yet)."""
+    return TableLog.open(spec.held_path).transaction_version(stream_app(source))
+
+
+def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int, *,
+                 clock: Clock | None = None) -> StreamBatchResult:
+    """Append micro-batch ``batch_id`` of ``source`` (Spark's Kafka columns) to the held table,
+    unless the held table has it already."""
+    clock = clock or SystemClock()
+    try:
+        with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
+            return retry_lost_races(
+                lambda: _batch_locked(spark, spec, source, records, batch_id, clock, lease),
+                is_race=is_commit_conflict, before_retry=lease.check,
+                what=f"feed {spec.feed}: stream {source} batch {batch_id}",
+            )
+    except WaterlineError:
+        raise
+    except Exception as exc:
+        message = spark_message(exc)
+        if message is None:
+            raise
+        raise WaterlineError(f"feed {spec.feed}: source {source}: batch {batch_id}: {message}{hint(exc)}") from exc
+
+
+@dataclass(frozen=True)
+class _Batch:
+    rows: DataFrame  # every output row: payload, record columns, partition, quarantine reason
+    schema: StructType  # the payload's, as the output gives it (event time parsed)
+    payload: list[str]
+    hash_as_text: bool
+
+
+def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int,
+                  clock: Clock, lease: Lease) -> StreamBatchResult:
+    app = stream_app(source)
+    held_log = TableLog.open(spec.held_path)
+    done = held_log.transaction_version(app)
+    if done is not None and done >= batch_id:
+        log.info("feed %s: stream %s batch %s is in held already (a replay): skipped", spec.feed, source, batch_id)
+        return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
+    state = held_log.held_state(spec.feed)
+    now = clock.now_us()
+    output, unparsed = batch_output(spec, source, records)
+    batch = _prepare(spark, spec, output, held_log, state)
+    rows = batch.rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        rows = _check_partitions(spec, rows)
+        stats = _stats(spec, rows, source)
+        quarantined = stats["quarantined"] + _quarantine(spark, spec, source, batch_id, rows, unparsed, now)
+        plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
+        if not held_log.exists:
+            held_log = _create_held(spark, spec, batch, plans)
+        versions = _versions(spark, spec, batch, rows, plans, held_log.exists, seq=state.seq + 1)
+        versions = versions.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = V.version_counts(spec, versions)
+            new = _next_state(spec, state, source, stats["max_event"], counts, now)
+            if counts["total"]:
+                _commit(spec, held_log, versions, new, (app, batch_id), moved=_moved(new, state), lease=lease)
+            elif _moved(new, state):
+                lease.check()
+                write_commit(held_log.snapshot(), property_commit(new))
+        finally:
+            versions.unpersist()
+    finally:
+        rows.unpersist()
+    due = [t for t in counts["min_tau"].values() if t is not None]
+    return StreamBatchResult(
+        feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
+        seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
+        inserted=counts["insert"], updated=counts["update"], removed=counts["remove"], quarantined=quarantined,
+        event_waterline_us=new.event_w, next_due_us=max(min(due), now) if due else None,
+    )
+
+
+def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: TableLog,
+             state: HeldState) -> _Batch:
+    """The batch's output checked against the spec and the held table, with each row's
+    partition (``partition_by``, none for a removal) and quarantine reason."""
+    check_columns(spec, output)
+    payload = [c for c in output.columns if not C.is_system(c)]
+    parsed = parse_event_time(spec, output)
+    full = parsed_schema(spec, output.schema)
+    schema = StructType([full[c] for c in payload])
+    held_schema = table_schema(held_log) if held_log.exists else None
+    if held_schema is not None:
+        check_schema(spec, held_schema, schema)
+        check_tiers_scheduled(spec, held_schema.fieldNames())
+    hash_as_text = held_schema is not None and held_schema[C.HASH].dataType.typeName() == "string"
+    removal = F.col(REMOVE)
+    try:
+        partition = F.expr(spec.partition_by).cast("string")
+    except Exception as exc:  # a parse error is Spark's; the spec key is ours
+        raise SpecError(f"{spec.origin}: partition_by: {str(exc).splitlines()[0]}") from exc
+    late_before = state.event_w if spec.waterline.mode == "event" else None
+    key_reason = F.expr("CASE " + " ".join(f"WHEN {quoted(k)} IS NULL THEN {sql_string(f'null key column {k}')}"
+                                           for k in spec.key) + " END")
+    row_reason = F.coalesce(reason_column(spec, late_before),
+                            F.when(F.col(C.PARTITION).isNull(), F.lit("partition_by gave NULL")))
+    rows = (parsed.withColumn(C.PARTITION, F.when(~removal, partition))
+            .withColumn(REASON, F.when(removal, key_reason).otherwise(row_reason)))
+    return _Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
+
+
+def _check_partitions(spec: FeedSpec, rows: DataFrame) -> DataFrame:
+    """Rows whose ``partition_by`` value is not a partition of the spec's scheme are
+    quarantined with the reason (the values are few: one Spark job collects them)."""
+    found = [r[0] for r in rows.filter(F.col(REASON).isNull() & F.col(C.PARTITION).isNotNull())
+             .select(C.PARTITION).distinct().collect()]
+    bad = {}
+    for value in found:
+        try:
+            spec.partitions.validate(value)
+        except SpecError as exc:
+            bad[value] = f"partition_by gave {value!r}: {str(exc).rsplit(': ', 1)[-1]}"
+    if not bad:
+        return rows
+    reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
+    return rows.withColumn(REASON, reason)
+
+
+def _stats(spec: FeedSpec, rows: DataFrame, source: str) -> dict:
+    """Records, quarantined rows and the latest event time of a valid row (one Spark job)."""
+    valid = F.col(REASON).isNull()
+    event = F.unix_micros(F.col(spec.event_time))
+    row = rows.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(~valid, 1)).alias("quarantined"),
+        F.max(F.when(valid & ~F.col(REMOVE), event)).alias("max_event"),
+    ).collect()[0]
+    return {"rows": row["rows"], "quarantined": row["quarantined"],
+            "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
+
+
+def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_exists: bool, *,
+              seq: int) -> DataFrame:
+    """The held versions the batch appends: each key's last valid record, diffed against the
+    key's current version wherever it is (`waterline.semantics.stream_batch`)."""
+    keys = list(spec.key)
+    order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
+    last = (rows.filter(F.col(REASON).isNull())
+            .withColumn("_wl_rank", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
+            .filter(F.col("_wl_rank") == 1))
+    first, later = schedule_columns(plans)
+    tagged = last.select(
+        *batch.payload, REMOVE, C.PARTITION,
+        row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text).alias(C.HASH),
+        *[column.alias(name) for name, column in first.items()],
+    )
+    if later:
+        tagged = tagged.withColumns(later)
+    current = (read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
+               .groupBy(*keys)
+               .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"),
+                                      F.col(C.PARTITION).alias("p")), F.col(C.SEQ)).alias(_CURRENT)))
+    joined = tagged.join(current, on=keys, how="left")
+    cur = F.col(_CURRENT)
+    live = cur.isNotNull() & ~cur["r"]
+    moved = live & (cur["p"] != F.col(C.PARTITION))
+    same = live & (cur["p"] == F.col(C.PARTITION)) & (cur["h"] == F.col(C.HASH))
+    removal = F.col(REMOVE)
+    upserts = (joined.filter(~removal & ~same)
+               .withColumn(V.KIND, F.when(live & ~moved, F.lit("update")).otherwise(F.lit("insert")))
+               .withColumn(C.REMOVED, F.lit(False)))
+    gone = joined.filter((removal & live) | (~removal & moved))
+    payload_types = {f.name: f.dataType for f in batch.schema.fields}
+    gone = gone.select(
+        *[F.col(c) if c in keys else F.lit(None).cast(payload_types[c]).alias(c) for c in batch.payload],
+        F.lit(None).cast(tagged.schema[C.HASH].dataType).alias(C.HASH),
+        cur["p"].alias(C.PARTITION), F.lit(True).alias(C.REMOVED), F.lit("remove").alias(V.KIND),
+    )
+    removals = removal_schedule(gone, spec.tiers)
+    columns = V.version_columns(batch.payload, spec.tiers)
+    stamped = {C.INGESTED_AT: F.current_timestamp(), C.SEQ: F.lit(seq).cast("bigint")}
+    return (upserts.drop(REMOVE, _CURRENT).withColumns(stamped).select(*columns)
+            .unionByName(removals.withColumns(stamped).select(*columns)))
+
+
+def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> TableLog:
+    """The held table, empty, with the batch's columns (a stream's first batch; later ones
+    append with waterline's commit writer), and the tier tables."""
+    stored = V.stored_schema(batch.schema, batch.payload, spec.tiers, hash_as_text=False)
+    with commit_state(spark, HeldState(op="create", token=new_token())), creating_held_table(spark, spec, stored):
+        (spark.createDataFrame([], stored).write.format("delta").partitionBy(C.PARTITION)
+         .mode("error").save(spec.held_path))
+    ensure_tier_tables(spark, spec, payload_schema(stored))
+    return TableLog.open(spec.held_path)
+
+
+def _commit(spec: FeedSpec, held_log: TableLog, versions: DataFrame, state: HeldState, txn: tuple[str, int], *,
+            moved: bool, lease: Lease) -> None:
+    """The versions as files Spark writes, then one commit of ours with the state and both
+    transactions (the held sequence and the stream's batch)."""
+    why_not = held_append.direct_unsupported(held_log, versions.drop(V.KIND).schema)
+    if why_not is not None:
+        raise WaterlineError(f"feed {spec.feed}: a stream appends with waterline's commit writer, which cannot "
+                             f"append to {spec.held_path}: {why_not}")
+    token = state.token
+    try:
+        held_append.write_partitioned(versions.drop(V.KIND), table_schema(held_log).fieldNames(), spec.held_path, token)
+    except BaseException:
+        held_append.discard(spec.held_path, token)
+        raise
+    faults.boundary(faults.INGEST_BEFORE_COMMIT)
+    lease.check()  # the last moment a lost lease can stop the commit
+    held_append.commit(held_log, state, token, record_property=moved, stream_txn=txn)
+    faults.boundary(faults.INGEST_AFTER_COMMIT)
+
+
+def _quarantine(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, rows: DataFrame,
+                unparsed: DataFrame | None, now_us: int) -> int:
+    """Append the batch's invalid rows and unparseable records to the quarantine table, once:
+    the append carries the transaction (stream app, batch id), so a replay adds nothing.
+    Returns how many unparseable records there were (invalid rows are counted by `_stats`)."""
+    at = F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at")
+    where = F.coalesce(F.col(C.PARTITION), F.lit(f"stream-{source}")).alias(C.PARTITION)
+    payload = [c for c in rows.columns if not C.is_system(c) and c != REASON]
+    out = rows.filter(F.col(REASON).isNotNull()).select(
+        where, F.col(REASON).alias("_wl_reason"), F.to_json(F.struct(*[F.col(c) for c in payload])).alias("_wl_row"), at)
+    bad = 0
+    if unparsed is not None:
+        unparsed = unparsed.persist(StorageLevel.MEMORY_AND_DISK)
+        bad = unparsed.count()
+        if bad:
+            out = out.unionByName(unparsed.select(F.lit(f"stream-{source}").alias(C.PARTITION),
+                                                  F.col(UNPARSED_REASON).alias("_wl_reason"),
+                                                  F.col(UNPARSED_ROW).alias("_wl_row"), at))
+    try:
+        if out.isEmpty():
+            return bad
+        (out.write.format("delta").mode("append").partitionBy(C.PARTITION)
+         .option("txnAppId", f"{stream_app(source)}.quarantine").option("txnVersion", str(batch_id))
+         .save(spec.quarantine_path))
+    finally:
+        if unparsed is not None:
+            unparsed.unpersist()
+    return bad
+
+
+def _next_state(spec: FeedSpec, state: HeldState, source: str, max_event: dict, counts: dict, now_us: int) -> HeldState:
+    sources, event_w = state.sources, state.event_w
+    if spec.waterline.mode == "event":
+        sources = advance_sources(sources, max_event, now_us)
+        event_w = event_waterline(spec, sources, state.event_w, now_us)
+    new = state.evolve(op="ingest", partition=f"stream-{source}", versions=0, min_tau=V.nothing(spec)["min_tau"],
+                       fingerprint=None, sources=sources, event_w=event_w, n=state.n + 1, token=new_token())
+    if counts["total"]:
+        new = new.evolve(seq=state.seq + 1, versions=counts["total"], min_tau=counts["min_tau"])
+    return new
+
+
+def _moved(new: HeldState, old: HeldState) -> bool:
+    return (new.event_w, new.sources) != (old.event_w, old.sources)
+
+
+__all__ = ["applied_batch", "ingest_batch", "stream_app"]

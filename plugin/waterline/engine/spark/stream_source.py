@@ -1,0 +1,105 @@
+"""A Kafka source as Spark reads it: the stream, each micro-batch's view ``source``, its output.
+
+The view has Spark's Kafka columns (key and value as bytes, topic, partition, offset,
+timestamp, timestampType); a source with ``value: {format, schema}`` has ``value`` decoded
+to a struct of that schema (NULL for a tombstone) and its unparseable records set aside for
+the quarantine. The transform runs over the view with each row's record columns and its
+removal mark appended (`waterline.spec.stream_sql.record_select`).
+
+Credentials never sit in a spec: every ``WATERLINE_KAFKA_<NAME>`` environment variable
+becomes the Kafka client option ``kafka.<name>`` (lower case, ``_`` -> ``.``), e.g.
+``WATERLINE_KAFKA_SASL_JAAS_CONFIG`` -> ``kafka.sasl.jaas.config``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from waterline.engine.spark.functions import register_functions
+from waterline.engine.spark.source import CORRUPT
+from waterline.engine.spark.spark_errors import hint
+from waterline.errors import WaterlineError
+from waterline.spec import FeedSpec, SourceSpec
+from waterline.spec.stream_sql import record_select
+
+_ENV_PREFIX = "WATERLINE_KAFKA_"
+#: Unparsed records of a batch: (reason, raw text), as the quarantine keeps them.
+UNPARSED_REASON = "_wl_reason"
+UNPARSED_ROW = "_wl_row"
+
+
+def credential_options(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Kafka client options from ``WATERLINE_KAFKA_*`` variables (secrets stay out of specs)."""
+    env = os.environ if environ is None else environ
+    return {"kafka." + name[len(_ENV_PREFIX):].lower().replace("_", "."): value
+            for name, value in env.items() if name.startswith(_ENV_PREFIX) and len(name) > len(_ENV_PREFIX)}
+
+
+def reader_options(source: SourceSpec) -> dict[str, str]:
+    """The options of Spark's Kafka source for ``source``."""
+    kafka = source.kafka
+    assert kafka is not None
+    return {
+        # Records Kafka no longer has are an error naming them, never skipped (`missing_offsets`).
+        "failOnDataLoss": "true",
+        **source.options,
+        **credential_options(),
+        "kafka.bootstrap.servers": kafka.bootstrap,
+        "subscribe": ",".join(kafka.topics),
+        "startingOffsets": kafka.starting_offsets,
+    }
+
+
+def read_stream(spark: SparkSession, spec: FeedSpec, name: str) -> DataFrame:
+    """The streaming DataFrame of source ``name`` (Spark's Kafka columns)."""
+    return spark.readStream.format("kafka").options(**reader_options(spec.sources[name])).load()
+
+
+def read_once(spark: SparkSession, spec: FeedSpec, name: str, *, ending: str = "latest") -> DataFrame:
+    """What source ``name`` holds now, as a batch (the same columns as `read_stream`)."""
+    return (spark.read.format("kafka").options(**reader_options(spec.sources[name]))
+            .option("endingOffsets", ending).load())
+
+
+def decoded(records: DataFrame, source: SourceSpec) -> tuple[DataFrame, DataFrame | None]:
+    """(the view ``source``: the records with ``value`` decoded, the unparseable records as
+    quarantine rows or None). A tombstone's value stays NULL."""
+    kafka = source.kafka
+    assert kafka is not None
+    if kafka.value_format is None:
+        return records, None
+    schema = f"{kafka.value_schema}, `{CORRUPT}` STRING"
+    text = F.col("value").cast("string")
+    options = {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}
+    parse = F.from_json(text, schema, options) if kafka.value_format == "json" else F.from_csv(text, schema, options)
+    parsed = records.withColumn("value", F.when(F.col("value").isNull(), F.lit(None)).otherwise(parse))
+    bad = F.col(f"value.{CORRUPT}").isNotNull()
+    unparsed = parsed.filter(bad).select(
+        F.concat(F.lit(f"could not be parsed as {kafka.value_format} (topic "), F.col("topic"), F.lit(", partition "),
+                 F.col("partition").cast("string"), F.lit(", offset "), F.col("offset").cast("string"),
+                 F.lit(")")).alias(UNPARSED_REASON),
+        text.alias(UNPARSED_ROW))
+    view = parsed.filter(~bad | F.col("value").isNull()).withColumn("value", F.col("value").dropFields(CORRUPT))
+    return view, unparsed
+
+
+def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    """One micro-batch of source ``name`` through the transform: (the output rows, each with its
+    record columns and removal mark; the unparseable records)."""
+    view, unparsed = decoded(records, spec.sources[name])
+    # The views live in the batch's own session: a foreachBatch frame comes with a clone of
+    # the query's session, whose temporary views the caller's session cannot see.
+    session = records.sparkSession
+    view.createOrReplaceTempView("source")
+    if name != "source":
+        view.createOrReplaceTempView(name)
+    if spec.transform:
+        register_functions(session, spec.transform)
+    try:
+        return session.sql(record_select(spec.transform, spec.remove_when)), unparsed
+    except Exception as exc:  # Spark's analysis errors span many lines; keep the first
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise WaterlineError(f"feed {spec.feed}: source {name}: transform: {first}{hint(exc)}") from exc

@@ -1,0 +1,97 @@
+"""A Kafka topic into held and the tiers: the stream rules against `waterline.semantics`,
+with a real broker, real Spark Structured Streaming and real Delta tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.streams.kafkakit import iso, new_topic, produce, stream_spec
+from waterline import load
+from waterline import semantics as S
+from waterline.errors import WaterlineError
+
+DAY1 = 1_767_571_200_000_000  # 2026-01-05T00:00:00Z
+H = 3_600_000_000
+
+
+def _tier(feed, tier: str) -> dict[str, tuple[str, float]]:
+    table = feed.read(tier, columns=["id", "px", "_wl_partition"]).to_pylist()
+    return {r["id"]: (r["_wl_partition"], r["px"]) for r in table}
+
+
+def _model(records) -> dict[str, tuple[str, float]]:
+    """What held's current versions are after ``records`` in one batch, per the semantics."""
+    stream = [S.StreamRecord(key=k, partition=None if v is None else iso(v["ts"])[:10] if isinstance(v, dict) else None,
+                             payload=None if v is None else {"px": v["px"]}, source_partition=p, offset=i)
+              for i, (p, k, v) in enumerate(records) if not isinstance(v, bytes)]
+    current = S.stream_current({}, S.stream_batch({}, stream))
+    return {k: (part, payload["px"]) for k, (part, payload) in current.items()}
+
+
+def test_a_drained_topic_collapses_revisions_tombstones_and_moves_and_releases_the_realtime_tier(kafka, spark, tmp_path):
+    topic = new_topic(kafka.bootstrap)
+    t = DAY1 + 10 * H
+    records = [
+        (0, "a", {"px": 1.0, "ts": t}), (0, "b", {"px": 2.0, "ts": t}), (0, "c", {"px": 3.0, "ts": t}),
+        (0, "a", {"px": 1.5, "ts": t}),  # a revision: the last record of a key wins
+        (0, "b", None),  # a tombstone removes b
+        (0, "c", {"px": 3.0, "ts": t + 24 * H}),  # c moves to the next day
+        (0, "d", b"{not json"),  # quarantined, never a row
+    ]
+    produce(kafka.bootstrap, topic, [(p, k, {"px": v["px"], "ts": iso(v["ts"])} if isinstance(v, dict) else v)
+                                     for p, k, v in records])
+    feed = load(stream_spec(tmp_path, kafka.bootstrap, topic), spark=spark)
+    run = feed.stream(once=True)
+
+    applied = [b for b in run.batches if not b.skipped]
+    assert sum(b.records for b in applied) == 6 and sum(b.quarantined for b in applied) == 1
+    assert run.releases, "the realtime tier has rows due at once: released in the same run"
+    want = {k: v for k, v in _model([(p, k, v) for p, k, v in records]).items()}
+    assert want == {"a": ("2026-01-05", 1.5), "c": ("2026-01-06", 3.0)}
+    assert _tier(feed, "realtime") == want
+    # event times are in January: long due under the 15-minute delay too
+    feed.release()
+    assert _tier(feed, "delayed_15m") == want
+
+    again = feed.stream(once=True)  # nothing new on the topic: no batch, nothing written
+    assert again.versions_written == 0
+    produce(kafka.bootstrap, topic, [(0, "a", {"px": 1.5, "ts": iso(t)}),  # equal to the current version
+                                     (0, "c", None), (0, "e", {"px": 5.0, "ts": iso(t)})])
+    third = feed.stream(once=True)
+    assert third.versions_written == 2  # c removed, e inserted; a unchanged appends nothing
+    assert _tier(feed, "realtime") == {"a": ("2026-01-05", 1.5), "e": ("2026-01-05", 5.0)}
+
+
+def test_a_replayed_batch_is_skipped_by_the_held_tables_transaction(kafka, spark, tmp_path):
+    from waterline.engine.spark.stream_ingest import applied_batch, ingest_batch
+    from waterline.engine.spark.stream_source import read_once
+
+    topic = new_topic(kafka.bootstrap)
+    produce(kafka.bootstrap, topic, [(0, "a", {"px": 1.0, "ts": iso(DAY1)}), (0, "b", {"px": 2.0, "ts": iso(DAY1)})])
+    feed = load(stream_spec(tmp_path, kafka.bootstrap, topic), spark=spark)
+    records = read_once(spark, feed.spec, "source")
+    first = ingest_batch(spark, feed.spec, "source", records, 0)
+    assert (first.skipped, first.versions_written) == (False, 2)
+    assert applied_batch(feed.spec, "source") == 0
+    seq = feed.status().seq
+    replay = ingest_batch(spark, feed.spec, "source", records, 0)
+    assert replay.skipped and replay.versions_written == 0 and feed.status().seq == seq
+
+
+def test_a_batch_feed_refuses_stream_keys_and_a_stream_feed_refuses_partition_ingest(kafka, spark, tmp_path):
+    from waterline.errors import SpecError
+    from waterline.spec import load_spec
+
+    topic = new_topic(kafka.bootstrap)
+    path = stream_spec(tmp_path, kafka.bootstrap, topic)
+    feed = load(path, spark=spark)
+    with pytest.raises(WaterlineError, match="streams from Kafka: `waterline stream`"):
+        feed.ingest("2026-01-05")
+    with pytest.raises(SpecError, match="partition_by: required for a stream feed"):
+        load_spec(path, overrides={"partition_by": None})
+    with pytest.raises(SpecError, match="transform: a stream transform maps each record to at most one row"):
+        load_spec(path, overrides={"transform": "SELECT CAST(key AS STRING) AS id, count(*) AS px, max(timestamp) "
+                                                "AS event_time FROM source GROUP BY key"})
+    with pytest.raises(SpecError, match=r"options.kafka.sasl.jaas.config: credentials never go in a spec: set "
+                                        r"WATERLINE_KAFKA_SASL_JAAS_CONFIG"):
+        load_spec(path, overrides={"source": {"options": {"kafka.sasl.jaas.config": "x"}}})
