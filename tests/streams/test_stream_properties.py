@@ -15,7 +15,7 @@ from waterline import Feed
 from waterline import semantics as S
 from waterline.spec import load_spec
 
-EXAMPLES = int(os.environ.get("WATERLINE_STREAM_EXAMPLES", "3"))
+EXAMPLES = int(os.environ.get("WATERLINE_STREAM_EXAMPLES", "2"))
 DAY = 1_767_571_200_000_000  # 2026-01-05T00:00:00Z
 MIN = 60_000_000
 TIMES = [DAY + 23 * 60 * MIN + 50 * MIN, DAY + 24 * 60 * MIN + 5 * MIN, DAY + 24 * 60 * MIN + 40 * MIN]

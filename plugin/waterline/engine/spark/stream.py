@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core.results import ReleaseResult, StreamBatchResult
 from waterline.engine.delta import storage
+from waterline.engine.log.status import read_feed_status
 from waterline.engine.spark.release import release
 from waterline.engine.spark.spark_errors import spark_message
 from waterline.engine.spark.stream_ingest import ingest_batch
@@ -82,7 +83,7 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
                     done = ingest_batch(spark, spec, source, records, batch_id, clock=clock)
                     result.batches.append(done)
                     log.info("%s", done.summary())
-                    if not done.skipped and done.next_due_us is not None and done.next_due_us <= clock.now_us():
+                    if _due_now(spec, done, clock):
                         result.releases.append(release(spark, spec, clock=clock))
                 if on_batch is not None:
                     on_batch(done)
@@ -119,6 +120,14 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
         if progress and progress.get("sources"):
             result.offsets[source] = _offsets(progress["sources"][0].get("endOffset"))
     return result
+
+
+def _due_now(spec: FeedSpec, batch: StreamBatchResult, clock: Clock) -> bool:
+    """Whether to release after ``batch``: it appended rows due now, or it was a replay (of a
+    batch whose run died before its release) and some tier is due (read from the log, no JVM)."""
+    if batch.skipped:
+        return any(tier.due for tier in read_feed_status(spec, clock=clock).tiers.values())
+    return batch.next_due_us is not None and batch.next_due_us <= clock.now_us()
 
 
 def _await(query, failures: list[BaseException], spec: FeedSpec) -> None:
