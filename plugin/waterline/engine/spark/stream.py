@@ -101,14 +101,14 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
         queries[source] = writer.start()
     try:
         if once:
-            for query in queries.values():
-                _await(query, failures, spec)
+            for source, query in queries.items():
+                _await(query, failures, spec, source)
         else:
             stop = stop or threading.Event()
             while not stop.is_set():
-                for query in queries.values():
+                for source, query in queries.items():
                     if not query.isActive:
-                        _await(query, failures, spec)  # raises what ended it
+                        _await(query, failures, spec, source)  # raises what ended it
                 stop.wait(0.5)
             _stop_after_batch(queries.values())
     finally:
@@ -130,14 +130,20 @@ def _due_now(spec: FeedSpec, batch: StreamBatchResult, clock: Clock) -> bool:
     return batch.next_due_us is not None and batch.next_due_us <= clock.now_us()
 
 
-def _await(query, failures: list[BaseException], spec: FeedSpec) -> None:
+def _await(query, failures: list[BaseException], spec: FeedSpec, source: str) -> None:
     try:
         query.awaitTermination()
     except Exception as exc:
         if failures:  # our own error, not Spark's wrapping of it
             raise failures[0] from None
         message = spark_message(exc) or str(exc).strip().splitlines()[0]
-        raise WaterlineError(f"feed {spec.feed}: stream: {missing_offsets(message) or message}") from exc
+        if "waiting for a node assignment" in message or "Timed out waiting to send the call" in message:
+            kafka = spec.sources[source].kafka
+            message = (f"cannot reach the Kafka brokers at {kafka.bootstrap if kafka else '?'} "
+                       f"(Spark's Kafka client timed out listing them)")
+        else:
+            message = missing_offsets(message) or message
+        raise WaterlineError(f"feed {spec.feed}: source {source}: {message}") from exc
 
 
 def _stop_after_batch(queries) -> None:
