@@ -41,7 +41,7 @@ CASES = [
     (_set("source", "data/x"), "source", "expected a mapping {format: ..., path: ...}, got str 'data/x'"),
     (_set("source.fmt", "json"), "source.fmt", "unknown key; did you mean 'format'?"),
     (_set("source.format", _DELETE), "source.format", "required key is missing"),
-    (_set("source.format", "avro"), "source.format", "expected one of json, csv, parquet, delta, got 'avro'"),
+    (_set("source.format", "avro"), "source.format", "expected one of json, csv, parquet, delta, kafka, got 'avro'"),
     (_set("source.path", "data/x/"), "source.path", "a file source needs a {partition} placeholder"),
     (_set("source.path", "data/{day}/"), "source.path", "unknown placeholder {day} for daily partitions"),
     (_set("source.path", "data/{partition/"), "source.path", "bad placeholder in"),
@@ -158,3 +158,38 @@ def test_overrides_need_a_mapping_file(tmp_path):
     path.write_text("- 1\n")
     with pytest.raises(SpecError, match=r"\(top level\): expected a mapping"):
         load_spec(path, overrides={"warehouse": "x"})
+
+
+@pytest.mark.parametrize(
+    "patch, key_path, reason",
+    [
+        ({"source": {"format": "kafka", "topic": "t"}}, "source.bootstrap", "required key is missing"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t", "topics": ["u"]}}, "source.topic",
+         "give exactly one of `topic`"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "a b"}}, "source.topic",
+         "Kafka topic names are [A-Za-z0-9._-]"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t", "value": {"format": "avro", "schema": "x INT"}}},
+         "source.value.format", "expected one of json, csv, got 'avro'"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t", "options": {"subscribe": "u"}}},
+         "source.options.subscribe", "set by waterline from `bootstrap`"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t"}, "partition_by": "date(ts)",
+          "job": "m:f"}, "job", "a Python job is not supported for streams"),
+        ({"partition_by": "date(ts)"}, "partition_by", "only a stream feed (a source of format: kafka) has it"),
+        ({"source": None, "sources": {"a": {"format": "kafka", "bootstrap": "h:1", "topic": "t"},
+                                      "b": {"format": "json", "path": "d/{partition}/"}}, "partition_by": "date(ts)"},
+         "sources", "a feed streams from Kafka or reads partitions of files, not both"),
+    ],
+)
+def test_stream_spec_errors_name_the_key(tmp_path, patch, key_path, reason):
+    from waterline.spec import SpecError, deep_merge, spec_from_dict
+
+    base = {"feed": "ticks", "warehouse": str(tmp_path), "source": {"format": "json", "path": "d/{partition}/"},
+            "partitions": {"daily": {"start": "2026-01-01"}}, "key": ["id"], "event_time": "ts",
+            "tiers": {"rt": "TRUE"}}
+    if "source" in patch:  # a patch's source replaces the base's whole (None: it has `sources`)
+        base.pop("source")
+    with pytest.raises(SpecError) as err:
+        spec_from_dict(deep_merge(base, {k: v for k, v in patch.items() if v is not None}), spec_file="s.yaml")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"spec s.yaml: {key_path}: "), message
+    assert reason in message, message
