@@ -29,7 +29,10 @@ from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
 
 def build_held_asset(spec: FeedSpec, translator: WaterlineTranslator, *, resource_key: str = RESOURCE_KEY):
-    """``[feed, "held"]``: materializing partitions ingests them, in key order, in one run."""
+    """``[feed, "held"]``: materializing partitions ingests them, in key order, in one run;
+    a stream feed's (not partitioned) drains what its topics hold (`build_stream_asset`)."""
+    if spec.is_stream:
+        return build_stream_asset(spec, translator, resource_key=resource_key)
     held = translator.get_asset_spec(spec, HELD)
     with warnings.catch_warnings():
         # backfill_policy is marked beta in dagster 1.13; single-run backfills are what we want.
@@ -58,6 +61,27 @@ def build_held_asset(spec: FeedSpec, translator: WaterlineTranslator, *, resourc
             )
 
     return _held
+
+
+def build_stream_asset(spec: FeedSpec, translator: WaterlineTranslator, *, resource_key: str = RESOURCE_KEY):
+    """``[feed, "held"]`` of a stream feed: a materialization drains what the Kafka topics hold
+    now (`Feed.stream(once=True)`), each micro-batch exactly once, releasing tiers whose rows
+    are due at once; the offsets reached are its metadata."""
+    held = translator.get_asset_spec(spec, HELD)
+
+    @multi_asset(name=held.key.to_python_identifier(), specs=[held], required_resource_keys={resource_key})
+    def _drain(context: AssetExecutionContext) -> MaterializeResult:
+        resource: WaterlineResource = getattr(context.resources, resource_key)
+        feed = resource.get_feed(spec)
+        started = time.monotonic()
+        with dagster_failures(retries=resource.transient_retries, wait_seconds=resource.retry_wait_seconds):
+            run = feed.stream(once=True, on_batch=lambda batch: context.log.info(batch.summary()))
+        resource.log_jvm(feed, context.log)
+        context.log.info(run.summary())
+        return MaterializeResult(asset_key=held.key,
+                                 metadata=md.stream_metadata(run, feed.status(), seconds=time.monotonic() - started))
+
+    return _drain
 
 
 def build_tier_assets(spec: FeedSpec, translator: WaterlineTranslator, *, resource_key: str = RESOURCE_KEY):

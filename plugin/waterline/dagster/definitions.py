@@ -109,7 +109,8 @@ def definitions_from_specs(
             ingest_job_name(spec),
             selection=AssetSelection.assets(translator.get_asset_key(spec, HELD)),
             executor_def=in_process_executor,
-            description=f"Ingest partitions of feed {spec.feed} into its held table (one run per partition).",
+            description=(f"Drain the Kafka topics of feed {spec.feed} into its held table." if spec.is_stream else
+                         f"Ingest partitions of feed {spec.feed} into its held table (one run per partition)."),
             tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},
         )
         maintain_job = build_maintain_job(spec, resource_key=RESOURCE_KEY)

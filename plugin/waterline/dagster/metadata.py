@@ -40,6 +40,29 @@ def table_metadata(feed: Feed, table: str, *, partitions: Sequence[str] | None =
     return out
 
 
+def stream_metadata(run: Any, state: FeedStatus, *, seconds: float) -> dict[str, Any]:
+    """One drain of a stream feed's topics into ``[feed, "held"]`` (a `StreamRun`)."""
+    applied = [b for b in run.batches if not b.skipped]
+
+    def total(field: str) -> int:
+        return int(sum(getattr(b, field) for b in applied))
+
+    return {
+        "batches": MetadataValue.int(len(applied)),
+        "replays_skipped": MetadataValue.int(len(run.batches) - len(applied)),
+        "records": MetadataValue.int(total("records")),
+        "versions_written": MetadataValue.int(total("versions_written")),
+        "inserted": MetadataValue.int(total("inserted")),
+        "updated": MetadataValue.int(total("updated")),
+        "removals": MetadataValue.int(total("removed")),
+        "quarantined": MetadataValue.int(total("quarantined")),
+        "releases": MetadataValue.int(len(run.releases)),
+        "offsets": MetadataValue.json(run.offsets),
+        "seq": MetadataValue.int(int(state.seq)),
+        "ingest_seconds": MetadataValue.float(round(seconds, 3)),
+    }
+
+
 def ingest_metadata(
     feed: Feed, results: Sequence[IngestResult], state: FeedStatus, *, seconds: float
 ) -> dict[str, Any]:

@@ -34,8 +34,9 @@ class WaterlineTranslator:
     """
 
     def get_asset_spec(self, spec: FeedSpec, table: str) -> AssetSpec:
-        """The ``AssetSpec`` of ``table``: ``[feed, "held"]`` is partitioned like the spec;
-        each tier depends on the held asset and carries its freshness policy."""
+        """The ``AssetSpec`` of ``table``: ``[feed, "held"]`` is partitioned like the spec (a
+        stream feed's is not: it is materialized by draining its topics); each tier depends
+        on the held asset and carries its freshness policy."""
         held = table == HELD
         if table == AUDIT_REPORT:
             return AssetSpec(
@@ -52,11 +53,11 @@ class WaterlineTranslator:
             deps=[] if held else [self.get_asset_key(spec, HELD)],
             group_name=self.get_group_name(spec),
             description=self.get_description(spec, table),
-            kinds=set(KINDS),
+            kinds=set(KINDS) | ({"kafka"} if held and spec.is_stream else set()),
             tags=self.get_tags(spec, table),
             metadata=self.get_metadata(spec, table),
             freshness_policy=None if held else tier_freshness_policy(spec, table),
-            partitions_def=partitions_def_for(spec) if held else None,
+            partitions_def=partitions_def_for(spec) if held and not spec.is_stream else None,
         )
 
     def get_asset_key(self, spec: FeedSpec, table: str) -> AssetKey:
