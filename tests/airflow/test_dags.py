@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -137,3 +137,22 @@ def test_tasks_retry_transient_failures_and_use_the_hooks_connection():
         (task,) = dag.tasks
         assert (task.retries, task.retry_delay, task.waterline_conn_id) == (2, timedelta(seconds=5), "wl_prod")
         assert task.hook.waterline_conn_id == "wl_prod"
+
+
+def test_a_stream_feeds_ingest_dag_drains_its_topics_with_the_stream_operator(tmp_path):
+    """A stream feed's ``<feed>_ingest`` has no partitions: one task, `WaterlineStreamOperator`,
+    every minute, the held asset its outlet; its release DAG is the same as any feed's."""
+    from tests.streams.kafkakit import stream_spec
+    from waterline.airflow import dags_from_specs
+    from waterline.airflow.assets import held_asset
+    from waterline.airflow.operators import WaterlineStreamOperator
+    from waterline.spec import load_spec
+
+    spec = load_spec(stream_spec(tmp_path, "127.0.0.1:9092", "quotes"))
+    dags = dags_from_specs(spec)
+    ingest = dags["quotes_ingest"]
+    [task] = ingest.tasks
+    assert isinstance(task, WaterlineStreamOperator) and task.task_id == "stream"
+    assert task.outlets == [held_asset(spec)]
+    assert ingest.schedule == timedelta(minutes=1) and not ingest.catchup
+    assert "Drain the Kafka topics of feed quotes" in ingest.description

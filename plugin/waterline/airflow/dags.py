@@ -35,6 +35,7 @@ from waterline.airflow.operators import (
     WaterlineIngestOperator,
     WaterlineMaintainOperator,
     WaterlineReleaseOperator,
+    WaterlineStreamOperator,
 )
 from waterline.spec import FeedSpec
 from waterline.spec.loader import load_feed_specs
@@ -101,7 +102,8 @@ def dags_from_specs(
 
 def ingest_dag(spec: FeedSpec, *, catchup: bool = False, default_args: dict[str, Any] | None = None,
                waterline_conn_id: str | None = WaterlineHook.default_conn_name) -> DAG:
-    """``<feed>_ingest``: a run per partition (see the module docstring)."""
+    """``<feed>_ingest``: a run per partition (see the module docstring); a stream feed's
+    drains its topics every minute (`WaterlineStreamOperator`)."""
     scheme = spec.partitions
     schedule: Any = None
     start_date = datetime(2020, 1, 1, tzinfo=UTC)
@@ -113,9 +115,12 @@ def ingest_dag(spec: FeedSpec, *, catchup: bool = False, default_args: dict[str,
         start_date = datetime.strptime(scheme.start, fmt).replace(tzinfo=UTC)
         if scheme.end is not None:  # the last run's data interval starts at `end`
             end_date = datetime.strptime(scheme.end, fmt).replace(tzinfo=UTC) + step - timedelta(seconds=1)
+    if spec.is_stream:  # nothing to partition: each run drains what the topics hold
+        schedule, start_date, end_date = timedelta(minutes=1), datetime(2026, 1, 1, tzinfo=UTC), None
     with DAG(
         dag_id=ingest_dag_id(spec),
-        description=f"Ingest partitions of feed {spec.feed} into its held table.",
+        description=(f"Drain the Kafka topics of feed {spec.feed} into its held table." if spec.is_stream
+                     else f"Ingest partitions of feed {spec.feed} into its held table."),
         schedule=schedule,
         start_date=start_date,
         end_date=end_date,
@@ -126,7 +131,10 @@ def ingest_dag(spec: FeedSpec, *, catchup: bool = False, default_args: dict[str,
         doc_md=_doc(spec),
         params={"partitions": None} if scheme.kind == "static" else {},
     ) as dag:
-        WaterlineIngestOperator(task_id="ingest", spec=spec, waterline_conn_id=waterline_conn_id)
+        if spec.is_stream:
+            WaterlineStreamOperator(task_id="stream", spec=spec, waterline_conn_id=waterline_conn_id)
+        else:
+            WaterlineIngestOperator(task_id="ingest", spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
 
 

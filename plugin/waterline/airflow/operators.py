@@ -99,6 +99,32 @@ class WaterlineIngestOperator(_FeedOperator):
         return done
 
 
+class WaterlineStreamOperator(_FeedOperator):
+    """Drain what a stream feed's Kafka topics hold now into its held table
+    (`waterline.Feed.stream` with ``once=True``): each micro-batch one held commit, exactly
+    once, tiers with rows due at once released in the same task. A retry resumes from the
+    checkpoint in the warehouse; a batch the held table already has is skipped. The held
+    asset's event carries the offsets reached; the task returns the run (XCom)."""
+
+    def __init__(self, *, spec: FeedSpec, **kwargs: Any) -> None:
+        kwargs.setdefault("outlets", [held_asset(spec)])
+        super().__init__(spec=spec, **kwargs)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        feed = self.get_feed()
+        with airflow_failures(self.log):
+            self._start_spark(feed)
+            run = feed.stream(once=True, on_batch=lambda batch: self.log.info("%s", batch.summary()))
+        self.log.info("%s", run.summary())
+        applied = [b for b in run.batches if not b.skipped]
+        seqs = [b.seq for b in applied if b.seq is not None]
+        event = context["outlet_events"][held_asset(self.spec)]
+        event.extra = {"feed": self.spec.feed, "offsets": run.offsets, "batches": len(applied),
+                       "versions_written": run.versions_written, "seq": max(seqs, default=None)}
+        return {"feed": run.feed, "batches": [b.to_dict() for b in run.batches],
+                "releases": [r.to_dict() for r in run.releases], "offsets": run.offsets}
+
+
 class WaterlineMaintainOperator(_FeedOperator):
     """Maintain a feed's tables (`waterline.Feed.maintain`): compact, vacuum, checkpoint and
     clean the log, delete stages that never committed. ``tier``: only that tier (default:
