@@ -106,9 +106,9 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
     now = clock.now_us()
     output, unparsed = batch_output(spec, source, records)
     batch = _prepare(spark, spec, output, held_log, state)
-    rows = batch.rows.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = _check_partitions(spec, rows)
+        rows = _check_partitions(spec, cached)
         stats = _stats(spec, rows, source)
         quarantined = stats["quarantined"] + _quarantine(spark, spec, source, batch_id, rows, unparsed, now)
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
@@ -127,7 +127,7 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
         finally:
             versions.unpersist()
     finally:
-        rows.unpersist()
+        cached.unpersist()
     due = [t for t in counts["min_tau"].values() if t is not None]
     return StreamBatchResult(
         feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
