@@ -7,9 +7,11 @@ through sudo when available); if that fails it returns None and the reason.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
@@ -21,9 +23,21 @@ _FLAGS = [
 
 
 def ensure_chromium(timeout: float = 900) -> tuple[str | None, str]:
-    """``(path, "")`` when Chromium is usable, else ``(None, reason)``."""
+    """``(path, "")`` when Chromium is usable, else ``(None, reason)``.
+
+    The two pytest workers may both need it first: one installs while the other waits on a
+    file lock (apt-get would otherwise fail on dpkg's lock and the second page test skip)."""
     found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
     if found:
+        return found, ""
+    with open(Path(tempfile.gettempdir()) / "waterline-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install_chromium(timeout)
+
+
+def _install_chromium(timeout: float) -> tuple[str | None, str]:
+    found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    if found:  # the other worker installed it while this one waited
         return found, ""
     prefix: list[str] = []
     if os.geteuid() != 0:
@@ -32,9 +46,11 @@ def ensure_chromium(timeout: float = 900) -> tuple[str | None, str]:
         prefix = ["sudo", "-n"]
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
-        for args in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+        # Lock::Timeout: wait for an apt run outside this suite rather than fail at once
+        for args in (["apt-get", "-o", "DPkg::Lock::Timeout=600", "update"],
+                     ["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", "chromium"]):
             proc = subprocess.run(prefix + args, env=env, capture_output=True, text=True, timeout=timeout)
-            if proc.returncode != 0 and args[1] == "install":
+            if proc.returncode != 0 and "install" in args:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
                 return None, f"apt-get install chromium failed: {tail[0]}"
     except (OSError, subprocess.TimeoutExpired) as exc:
