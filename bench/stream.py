@@ -1,0 +1,149 @@
+"""What draining a Kafka topic costs (`.venv/bin/python -m bench.stream`), three ways, one run.
+
+The same N records (JSON values ``{px, ts}``, keys ``k0..k{N-1}``, one day) are:
+
+* **stream --once**: produced to a topic on a local broker (`waterline.engine.spark.kafka_broker`)
+  and drained by `Feed.stream(once=True)` into a fresh feed (one micro-batch: the collapse,
+  the diff against held, waterline's commit, the release of its real-time tier);
+* **json partition**: written as one JSON partition and ingested by `Feed.ingest` into a
+  feed with the same transform and tier (no release: ingest only);
+* **kafka -> delta**: Spark's plain batch read of the topic appended to a Delta table, the
+  floor a hand-written job pays (no identity, no schedule, no release).
+
+Targets (issue 27): stream <= 1.3x the JSON partition, <= 1.5x the plain append. The times
+are wall seconds of one run each after a warm-up of each path on a small topic.
+
+Usage: python -m bench.stream [--records 1000000] [--partitions 4] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.probes import loadavg  # noqa: E402
+
+DAY_US = 1_767_571_200_000_000
+TS = "2026-01-05T10:00:00.000000Z"
+TARGETS = {"json partition": 1.3, "kafka -> delta": 1.5}
+
+
+def _spec(root: Path, name: str, source: dict) -> dict:
+    return {
+        "feed": name, "warehouse": str(root / "wh"), "source": source,
+        "partitions": {"daily": {"start": "2026-01-01"}}, "key": ["id"], "event_time": "event_time",
+        "tiers": {"realtime": "TRUE"},
+    }
+
+
+def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10000,
+                         "queue.buffering.max.messages": 1_000_000})
+    for i in range(n):
+        while True:
+            try:
+                producer.produce(topic, key=f"k{i}".encode(), value=f'{{"px": {i % 997}.5, "ts": "{TS}"}}'.encode(),
+                                 partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    assert producer.flush(120) == 0
+
+
+def _json_partition(folder: Path, n: int) -> None:
+    folder.mkdir(parents=True)
+    with open(folder / "part-0.json", "w") as out:
+        for i in range(n):
+            out.write(f'{{"key": "k{i}", "value": {{"px": {i % 997}.5, "ts": "{TS}"}}}}\n')
+
+
+def run(records: int, partitions: int, root: Path) -> dict:
+    from waterline import Feed
+    from waterline.engine.spark import kafka_broker
+    from waterline.engine.spark.session import get_session
+    from waterline.spec import spec_from_dict
+
+    state = kafka_broker.start(root / "kafka")
+    spark = get_session()
+    try:
+        transform = "SELECT CAST(key AS STRING) AS id, value.px AS px, value.ts AS event_time FROM source"
+        timings = {}
+        for label, n in (("warm-up", 2000), ("measured", records)):
+            topic = f"bench-{label}-{n}"
+            kafka_broker.create_topic(state.bootstrap, topic, partitions=partitions)
+            t0 = time.perf_counter()
+            _produce(state.bootstrap, topic, n, partitions)
+            produce_s = time.perf_counter() - t0
+            kafka = {"format": "kafka", "bootstrap": state.bootstrap, "topic": topic,
+                     "value": {"format": "json", "schema": "px DOUBLE, ts STRING"}}
+            stream_feed = Feed(spec_from_dict({**_spec(root / label, "s", kafka), "transform": transform,
+                                               "partition_by": "CAST(to_date(event_time) AS STRING)"}), spark=spark)
+            _json_partition(root / label / "src" / "2026-01-05", n)
+            json_source = {"format": "json", "path": str(root / label / "src") + "/{partition}/",
+                           "options": {"schema": "key STRING, value STRUCT<px: DOUBLE, ts: STRING>"}}
+            json_feed = Feed(spec_from_dict({**_spec(root / label, "j", json_source), "transform": transform}),
+                             spark=spark)
+            out = {"produce": produce_s}
+            t0 = time.perf_counter()
+            drained = stream_feed.stream(once=True)
+            out["stream --once"] = time.perf_counter() - t0
+            assert drained.versions_written == n, drained.summary()
+            t0 = time.perf_counter()
+            ingested = json_feed.ingest("2026-01-05")
+            out["json partition"] = time.perf_counter() - t0
+            assert ingested.versions_written == n, ingested.summary()
+            t0 = time.perf_counter()
+            (spark.read.format("kafka").option("kafka.bootstrap.servers", state.bootstrap).option("subscribe", topic)
+             .option("startingOffsets", "earliest").load()
+             .selectExpr("CAST(key AS STRING) AS id", "value", "topic", "partition", "offset", "timestamp")
+             .write.format("delta").mode("append").save(str(root / label / "plain")))
+            out["kafka -> delta"] = time.perf_counter() - t0
+            timings[label] = out
+        return {"records": records, "partitions": partitions, "timings": timings["measured"],
+                "warm_up": timings["warm-up"], "loadavg": loadavg()}
+    finally:
+        spark.stop()
+        kafka_broker.stop(root / "kafka")
+
+
+def report(result: dict) -> str:
+    t = result["timings"]
+    lines = [f"stream: {result['records']:,} records on {result['partitions']} Kafka partitions "
+             f"(produced in {t['produce']:.1f} s), load {result['loadavg']}",
+             f"  {'path':16} {'seconds':>8} {'stream / path':>14} {'target':>7} {'met':>4}"]
+    lines.append(f"  {'stream --once':16} {t['stream --once']:>8.2f} {'':>14} {'':>7} {'':>4}")
+    for path, target in TARGETS.items():
+        ratio = t["stream --once"] / t[path]
+        lines.append(f"  {path:16} {t[path]:>8.2f} {ratio:>13.2f}x {target:>6.1f}x {'yes' if ratio <= target else 'NO':>4}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.stream", description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions of the topic")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="wl-bench-stream-"))
+    try:
+        result = run(args.records, args.partitions, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(report(result))
+    if args.json:
+        print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
