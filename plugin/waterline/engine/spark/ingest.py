@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -74,29 +76,33 @@ from waterline.policy import ReleasePlan
 from waterline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def ingest(spark: SparkSession, spec: FeedSpec, partition: str, *, clock: Clock | None = None) -> IngestResult:
     """Process ``partition`` and append what changed to the held table."""
     clock = clock or SystemClock()
     partition = spec.partitions.validate(partition)
+    return under_lease(spec, lambda lease: _ingest_locked(spark, spec, partition, clock, lease),
+                       what=f"ingest of {partition}", where=f"partition {partition}")
+
+
+def under_lease(spec: FeedSpec, attempt: Callable[[Lease], T], *, what: str, where: str) -> T:
+    """``attempt`` under the feed lease, again after a lost commit race (it recomputes the
+    sequence from the new state). Spark failing on the feed's own code or data (the
+    transform, the job, a source) is one line naming the feed, ``where`` and Spark's error,
+    nothing committed. The partition ingest and the stream's micro-batch both write this way."""
     try:
         with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-            # A lost race recomputes the sequence from the new state.
-            return retry_lost_races(
-                lambda: _ingest_locked(spark, spec, partition, clock, lease),
-                is_race=is_commit_conflict, before_retry=lease.check,
-                what=f"feed {spec.feed}: ingest of {partition}",
-            )
+            return retry_lost_races(lambda: attempt(lease), is_race=is_commit_conflict, before_retry=lease.check,
+                                    what=f"feed {spec.feed}: {what}")
     except WaterlineError:
         raise
     except Exception as exc:
-        # Spark failing on the feed's own code or data (the transform, the job, a source):
-        # one line naming the feed, the partition and Spark's error, nothing committed.
         message = spark_message(exc)
         if message is None:
             raise
-        raise WaterlineError(f"feed {spec.feed}: partition {partition}: {message}{hint(exc)}") from exc
+        raise WaterlineError(f"feed {spec.feed}: {where}: {message}{hint(exc)}") from exc
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ current batch.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -158,8 +160,6 @@ def _stop_after_batch(queries) -> None:
 def missing_offsets(message: str) -> str | None:
     """Spark's data-loss error (records Kafka no longer has) as one line naming the topic,
     partition and range, or None for any other error."""
-    import re
-
     found = re.search(r"[Pp]artition (\S+?)-(\d+)'s offset was changed from (\d+) to (\d+)", message)
     if found:
         topic, partition, was, now = found.groups()
@@ -175,8 +175,6 @@ def missing_offsets(message: str) -> str | None:
 
 
 def _offsets(end) -> dict:
-    import json
-
     if isinstance(end, str):
         try:
             end = json.loads(end)

@@ -28,20 +28,19 @@ from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core import faults
 from waterline.engine.core.event_time import advance_sources, event_waterline
-from waterline.engine.core.races import new_token, retry_lost_races
+from waterline.engine.core.races import new_token
 from waterline.engine.core.results import StreamBatchResult
 from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.log.lease import Lease, feed_lease
+from waterline.engine.log.lease import Lease
 from waterline.engine.spark import held_append
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
-from waterline.engine.spark.conflicts import is_commit_conflict
+from waterline.engine.spark.ingest import under_lease
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
-from waterline.engine.spark.spark_errors import hint, spark_message
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
 from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
@@ -70,20 +69,8 @@ def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: Data
     """Append micro-batch ``batch_id`` of ``source`` (Spark's Kafka columns) to the held table,
     unless the held table has it already."""
     clock = clock or SystemClock()
-    try:
-        with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-            return retry_lost_races(
-                lambda: _batch_locked(spark, spec, source, records, batch_id, clock, lease),
-                is_race=is_commit_conflict, before_retry=lease.check,
-                what=f"feed {spec.feed}: stream {source} batch {batch_id}",
-            )
-    except WaterlineError:
-        raise
-    except Exception as exc:
-        message = spark_message(exc)
-        if message is None:
-            raise
-        raise WaterlineError(f"feed {spec.feed}: source {source}: batch {batch_id}: {message}{hint(exc)}") from exc
+    return under_lease(spec, lambda lease: _batch_locked(spark, spec, source, records, batch_id, clock, lease),
+                       what=f"stream {source} batch {batch_id}", where=f"source {source}: batch {batch_id}")
 
 
 @dataclass(frozen=True)
@@ -110,7 +97,8 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
     try:
         rows = _check_partitions(spec, cached)
         stats = _stats(spec, rows, source)
-        quarantined = stats["quarantined"] + _quarantine(spark, spec, source, batch_id, rows, unparsed, now)
+        quarantined = stats["quarantined"] + _quarantine(spec, source, batch_id, rows, unparsed, now,
+                                                         invalid=stats["quarantined"])
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
@@ -271,11 +259,12 @@ def _commit(spec: FeedSpec, held_log: TableLog, versions: DataFrame, state: Held
     faults.boundary(faults.INGEST_AFTER_COMMIT)
 
 
-def _quarantine(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, rows: DataFrame,
-                unparsed: DataFrame | None, now_us: int) -> int:
+def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame, unparsed: DataFrame | None,
+                now_us: int, *, invalid: int) -> int:
     """Append the batch's invalid rows and unparseable records to the quarantine table, once:
     the append carries the transaction (stream app, batch id), so a replay adds nothing.
-    Returns how many unparseable records there were (invalid rows are counted by `_stats`)."""
+    Returns how many unparseable records there were (``invalid``: the invalid rows `_stats`
+    counted, so a clean batch costs no Spark job here)."""
     at = F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at")
     where = F.coalesce(F.col(C.PARTITION), F.lit(f"stream-{source}")).alias(C.PARTITION)
     payload = [c for c in rows.columns if not C.is_system(c) and c != REASON]
@@ -290,7 +279,7 @@ def _quarantine(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int,
                                                   F.col(UNPARSED_REASON).alias("_wl_reason"),
                                                   F.col(UNPARSED_ROW).alias("_wl_row"), at))
     try:
-        if out.isEmpty():
+        if not invalid and not bad:
             return bad
         (out.write.format("delta").mode("append").partitionBy(C.PARTITION)
          .option("txnAppId", f"{stream_app(source)}.quarantine").option("txnVersion", str(batch_id))
