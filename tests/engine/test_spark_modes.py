@@ -6,7 +6,7 @@ WATERLINE_SPARK_MASTER or WATERLINE_SPARK_REMOTE set: a classic driver and a
 Connect client cannot share a process with this one's classic session (one
 SparkContext per JVM; pyspark switches a whole process to Connect once a Connect
 session exists). The subprocess runs the differential test (reduced: 1 example of
-10 histories, 4 operations) and `test_mode_scenario.py`.
+10 histories, 4 operations), `test_mode_scenario.py` and a stream drain.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ pytestmark = [
                        reason="WATERLINE_SPARK_MODES=0: cluster and Connect runs switched off"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ["tests/engine/test_mode_scenario.py", "tests/engine/test_release_differential.py::test_engine_matches_semantics"]
+MODULES = ["tests/engine/test_mode_scenario.py", "tests/engine/test_release_differential.py::test_engine_matches_semantics",
+           # a Kafka topic drained into held and released (foreachBatch: on the cluster's driver;
+           # over Connect in the server's Python worker); the subprocess starts its own broker
+           "tests/streams/test_stream_ingest.py::test_a_drained_topic_collapses_revisions_tombstones_and_moves_and_"
+           "releases_the_realtime_tier"]
 MODES = {"cluster": "WATERLINE_SPARK_MASTER", "connect": "WATERLINE_SPARK_REMOTE"}
 
 

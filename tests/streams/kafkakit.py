@@ -11,6 +11,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from waterline import semantics as S
 from waterline.engine.spark import kafka_broker
 
 #: One record: (Kafka partition, key, value dict or None for a tombstone, or raw bytes).
@@ -59,3 +60,28 @@ def stream_spec(root: Path, bootstrap: str, topic: str, *, tiers: Mapping[str, s
     path = root / "quotes.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+#: A quote record of the crash tests: (key, px or None for a tombstone, hours after `DAY`).
+Quote = tuple[str, "float | None", int]
+DAY = 1_767_571_200_000_000  # 2026-01-05T00:00Z
+HOUR = 3_600_000_000
+
+
+def quote_value(px: float | None, hours: int) -> dict | None:
+    return None if px is None else {"px": float(px), "ts": iso(DAY + hours * HOUR)}
+
+
+def quotes_model(quotes: list[Quote], per_batch: int) -> tuple[int, dict[str, tuple[str, float]]]:
+    """What `waterline.semantics` says micro-batches of ``per_batch`` quotes (one Kafka
+    partition, offsets from 0) leave: how many held versions, and each live key's
+    (partition, px)."""
+    current, versions = {}, 0
+    for start in range(0, len(quotes), per_batch):
+        chunk = [S.StreamRecord(key=k, partition=None if px is None else iso(DAY + h * HOUR)[:10],
+                                payload=None if px is None else {"px": float(px)}, source_partition=0, offset=start + i)
+                 for i, (k, px, h) in enumerate(quotes[start:start + per_batch])]
+        appended = S.stream_batch(current, chunk)
+        versions += len(appended)
+        current = S.stream_current(current, appended)
+    return versions, {k: (part, payload["px"]) for k, (part, payload) in current.items()}

@@ -16,14 +16,11 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from tests.streams.kafkakit import iso, new_topic, produce, stream_spec
+from tests.streams.kafkakit import new_topic, produce, quote_value, quotes_model, stream_spec
 from waterline import load
-from waterline import semantics as S
 from waterline.engine.core import faults
 
 CLI = str(Path(sys.executable).with_name("waterline"))
-DAY = 1_767_571_200_000_000
-H = 3_600_000_000
 RECORDS = [("a", 1, 0), ("b", 2, 0), ("c", 3, 0), ("a", 4, 0), ("b", None, 0), ("d", 5, 1),
            ("c", 6, 24), ("e", 7, 1), ("a", 4, 0), ("d", None, 0), ("f", 8, 2), ("e", 9, 25)]
 PER_BATCH = 3
@@ -34,25 +31,11 @@ def _stream(spec: Path, crash: str) -> subprocess.CompletedProcess:
     return subprocess.run([CLI, "stream", str(spec), "--once"], capture_output=True, text=True, env=env, timeout=600)
 
 
-def _model():
-    """Held's versions (one seq per batch of three records) and the final current rows."""
-    current, versions = {}, 0
-    for start in range(0, len(RECORDS), PER_BATCH):
-        chunk = [S.StreamRecord(key=k, partition=None if px is None else iso(DAY + h * H)[:10],
-                                payload=None if px is None else {"px": float(px)}, source_partition=0, offset=start + i)
-                 for i, (k, px, h) in enumerate(RECORDS[start:start + PER_BATCH])]
-        appended = S.stream_batch(current, chunk)
-        versions += len(appended)
-        current = S.stream_current(current, appended)
-    return versions, {k: (part, payload["px"]) for k, (part, payload) in current.items()}
-
-
 @pytest.mark.parametrize("point", [faults.INGEST_BEFORE_COMMIT, faults.INGEST_AFTER_COMMIT,
                                    faults.RELEASE_BEFORE_MERGE])
 def test_kill_9_in_the_first_batch_then_a_restart_equals_the_semantics(kafka, spark, tmp_path, point):
     topic = new_topic(kafka.bootstrap)
-    produce(kafka.bootstrap, topic, [(0, k, None if px is None else {"px": float(px), "ts": iso(DAY + h * H)})
-                                     for k, px, h in RECORDS])
+    produce(kafka.bootstrap, topic, [(0, k, quote_value(px, h)) for k, px, h in RECORDS])
     spec = stream_spec(tmp_path, kafka.bootstrap, topic, tiers={"realtime": "TRUE"},
                        extra={"source": {"format": "kafka", "bootstrap": kafka.bootstrap, "topic": topic,
                                          "value": {"format": "json", "schema": "px DOUBLE, ts STRING"},
@@ -63,7 +46,7 @@ def test_kill_9_in_the_first_batch_then_a_restart_equals_the_semantics(kafka, sp
     feed = load(spec, spark=spark)
     finished = feed.stream(once=True)
 
-    want_versions, want_rows = _model()
+    want_versions, want_rows = quotes_model(RECORDS, PER_BATCH)
     held = DeltaTable(feed.spec.held_path).to_pyarrow_table(columns=["id", "_wl_partition", "_wl_seq"]).to_pylist()
     assert len(held) == want_versions, "every batch's versions once: none lost, none twice"
     # a move is a removal in the old partition and a version in the new one, of one seq

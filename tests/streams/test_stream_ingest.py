@@ -4,6 +4,7 @@ with a real broker, real Spark Structured Streaming and real Delta tables."""
 from __future__ import annotations
 
 import pytest
+from deltalake import DeltaTable
 
 from tests.streams.kafkakit import iso, new_topic, produce, stream_spec
 from waterline import load
@@ -95,3 +96,23 @@ def test_a_batch_feed_refuses_stream_keys_and_a_stream_feed_refuses_partition_in
     with pytest.raises(SpecError, match=r"options.kafka.sasl.jaas.config: credentials never go in a spec: set "
                                         r"WATERLINE_KAFKA_SASL_JAAS_CONFIG"):
         load_spec(path, overrides={"source": {"options": {"kafka.sasl.jaas.config": "x"}}})
+
+
+def test_a_key_moved_then_removed_or_moved_back_leaves_one_row_or_none(kafka, spark, tmp_path):
+    """A move is two versions of one seq (a removal in the old partition, the row in the new
+    one); the next record of the key must diff against the row, never the removal: a
+    tombstone removes it, a move back removes it from the day it moved to."""
+    topic = new_topic(kafka.bootstrap)
+    keys = [f"k{i}" for i in range(8)]
+    feed = load(stream_spec(tmp_path, kafka.bootstrap, topic, tiers={"realtime": "TRUE"}), spark=spark)
+    rounds = [
+        [(0, k, {"px": 1.0, "ts": iso(DAY1)}) for k in keys],  # all on 2026-01-05
+        [(0, k, {"px": 2.0, "ts": iso(DAY1 + 24 * H)}) for k in keys],  # all move to 2026-01-06
+        [(0, k, None) for k in keys[:4]] + [(0, k, {"px": 3.0, "ts": iso(DAY1)}) for k in keys[4:]],
+    ]
+    for records in rounds:
+        produce(kafka.bootstrap, topic, records)
+        feed.stream(once=True)
+    assert _tier(feed, "realtime") == {k: ("2026-01-05", 3.0) for k in keys[4:]}
+    versions = DeltaTable(feed.spec.held_path).to_pyarrow_table(columns=["id"]).num_rows
+    assert versions == 8 + 16 + 4 + 8  # inserts, moves (2 each), removals, moves back (2 each)

@@ -142,14 +142,16 @@ def tier_commit(files: FileActions, state: TierState, *, app: str) -> Commit:
 
 
 def append_commit(files: FileActions, state: HeldState, *, app: str, partition_by: tuple[str, ...],
-                  record_property: bool, also_txns: tuple[tuple[str, int], ...] = ()) -> Commit:
+                  record_property: bool, also_txns: tuple[tuple[str, int], ...] = (),
+                  parameters: Mapping[str, str] | None = None) -> Commit:
     """A held append: ``files`` (adds only), the transaction (``app``, ``state.seq``) and the
     state, and, when ``record_property``, the state as the table property too; ``also_txns``:
-    further transactions it applies (a stream batch's)."""
+    further transactions it applies (a stream batch's); ``parameters``: more of the commit's
+    ``operationParameters`` (a stream batch's summary)."""
     if files.removes or files.cdcs:
         raise ValueError("an append adds files only")
     return Commit(operation="WRITE", engine=APPEND_ENGINE_INFO, state=state, files=files,
-                  parameters={"mode": "Append", "partitionBy": json.dumps(list(partition_by))},
+                  parameters={**(parameters or {}), "mode": "Append", "partitionBy": json.dumps(list(partition_by))},
                   txn=(app, state.seq), record_property=record_property, also_txns=also_txns)
 
 

@@ -19,6 +19,7 @@ the versions do not match exactly, takes Spark's Delta writer instead
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -114,11 +115,12 @@ def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, 
 
 
 def commit(held_log: TableLog, state: HeldState, token: str, *, record_property: bool,
-           stream_txn: tuple[str, int] | None = None) -> int:
+           stream_txn: tuple[str, int] | None = None, parameters: Mapping[str, str] | None = None) -> int:
     """Commit the files of ``token`` as the held table's next version: the adds (statistics
     from the footers), the transaction ``waterline.seq`` = ``state.seq`` and ``state``;
     after other writers' commits that kept every row, when there are some. ``stream_txn``:
-    the (app, batch id) of the stream micro-batch these versions are, committed with them.
+    the (app, batch id) of the stream micro-batch these versions are, committed with them;
+    ``parameters``: more of the commit's ``operationParameters``.
 
     Raises `SkippedCommit` when the sequence was used or another writer changed rows (the
     caller plans again): the staged files are deleted then, as no commit names them. A
@@ -132,7 +134,7 @@ def commit(held_log: TableLog, state: HeldState, token: str, *, record_property:
                "numOutputBytes": str(sum(f.size for f in files))}
     change = append_commit(FileActions(adds=adds, metrics=metrics), state, app=APP_SEQ,
                            partition_by=snapshot.metadata.partition_columns, record_property=record_property,
-                           also_txns=(stream_txn,) if stream_txn else ())
+                           also_txns=(stream_txn,) if stream_txn else (), parameters=parameters)
     try:
         version = write_commit(snapshot, change)
     except SkippedCommit:

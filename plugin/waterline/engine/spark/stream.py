@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from waterline.clock import Clock, SystemClock
+from waterline.engine.core import faults
 from waterline.engine.core.results import ReleaseResult, StreamBatchResult
 from waterline.engine.delta import storage
+from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.status import read_feed_status
 from waterline.engine.spark.release import release
 from waterline.engine.spark.spark_errors import spark_message
-from waterline.engine.spark.stream_ingest import ingest_batch
+from waterline.engine.spark.stream_ingest import batches_in_log, ingest_batch
 from waterline.engine.spark.stream_source import read_stream
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
@@ -67,26 +69,56 @@ def checkpoint_path(spec: FeedSpec, source: str) -> str:
     return storage.join(spec.feed_dir, "_wl_stream", source)
 
 
+@dataclass(frozen=True)
+class BatchSink:
+    """What each micro-batch of one source runs: the held append, then the tiers' release
+    when the batch made rows due at once (``release_due``). A plain object of picklable fields:
+    over Spark Connect, Spark runs it in the server's Python worker, with the batch's own
+    session."""
+
+    spec: FeedSpec
+    source: str
+    clock: Clock
+    release_due: bool = True
+
+    def __call__(self, records: DataFrame, batch_id: int) -> tuple[StreamBatchResult, ReleaseResult | None]:
+        faults.boundary(faults.STREAM_BATCH_START)
+        spark = records.sparkSession
+        done = ingest_batch(spark, self.spec, self.source, records, batch_id, clock=self.clock)
+        log.info("%s", done.summary())
+        released = None
+        if self.release_due and _due_now(self.spec, done, self.clock):
+            released = release(spark, self.spec, clock=self.clock)
+        faults.boundary(faults.STREAM_BATCH_END)
+        return done, released
+
+
 def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: float = 1.0,
         clock: Clock | None = None, stop: threading.Event | None = None,
         on_batch: Callable[[StreamBatchResult], None] | None = None) -> StreamRun:
-    """Stream every Kafka source of ``spec`` into held (see the module)."""
+    """Stream every Kafka source of ``spec`` into held (see the module).
+
+    Over Spark Connect the batches run in the server's Python worker (which must import
+    waterline: `waterline spark start` starts one that can); this process then releases
+    the tiers itself when a batch made some due, learns each batch from the commit it made
+    (`batches_in_log`), and calls ``on_batch`` as it learns them."""
     if not spec.is_stream:
         raise WaterlineError(f"feed {spec.feed}: no Kafka source: `waterline ingest` reads its partitions")
     clock = clock or SystemClock()
     result = StreamRun(feed=spec.feed)
     failures: list[BaseException] = []
     lock = threading.Lock()  # foreachBatch calls of several queries come on their own threads
+    remote = is_remote_session(spark)
+    start_version = TableLog.open(spec.held_path).version
 
-    def each(source: str) -> Callable[[DataFrame, int], None]:
+    def each(sink: BatchSink) -> Callable[[DataFrame, int], None]:
         def apply(records: DataFrame, batch_id: int) -> None:
             try:
                 with lock:
-                    done = ingest_batch(spark, spec, source, records, batch_id, clock=clock)
+                    done, released = sink(records, batch_id)
                     result.batches.append(done)
-                    log.info("%s", done.summary())
-                    if _due_now(spec, done, clock):
-                        result.releases.append(release(spark, spec, clock=clock))
+                    if released is not None:
+                        result.releases.append(released)
                 if on_batch is not None:
                     on_batch(done)
             except BaseException as exc:  # kept: Spark wraps it in a many-line StreamingQueryException
@@ -96,11 +128,13 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
 
     queries = {}
     for source in spec.sources:
-        writer = (read_stream(spark, spec, source).writeStream.foreachBatch(each(source))
+        sink = BatchSink(spec, source, clock, release_due=not remote)
+        writer = (read_stream(spark, spec, source).writeStream.foreachBatch(sink if remote else each(sink))
                   .option("checkpointLocation", checkpoint_path(spec, source))
                   .queryName(f"waterline_{spec.feed}_{source}"))
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
         queries[source] = writer.start()
+    follow = _RemoteFollower(spark, spec, clock, result, start_version, on_batch) if remote else None
     try:
         if once:
             for source, query in queries.items():
@@ -111,17 +145,50 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
                 for source, query in queries.items():
                     if not query.isActive:
                         _await(query, failures, spec, source)  # raises what ended it
-                stop.wait(0.5)
+                if follow is not None:
+                    follow.catch_up()
+                stop.wait(0.5 if follow is None else 0.2)
             _stop_after_batch(queries.values())
     finally:
         for query in queries.values():
             if query.isActive:
                 query.stop()
+    if follow is not None:
+        follow.catch_up()
     for source, query in queries.items():
         progress = query.lastProgress
         if progress and progress.get("sources"):
             result.offsets[source] = _offsets(progress["sources"][0].get("endOffset"))
     return result
+
+
+class _RemoteFollower:
+    """A Connect run's view of batches that ran in the server: each learnt from its held
+    commit, and the tiers released from this process when one of them made rows due."""
+
+    def __init__(self, spark: SparkSession, spec: FeedSpec, clock: Clock, result: StreamRun,
+                 start_version: int | None, on_batch: Callable[[StreamBatchResult], None] | None) -> None:
+        self.spark, self.spec, self.clock, self.result, self.on_batch = spark, spec, clock, result, on_batch
+        self.seen_version = start_version
+
+    def catch_up(self) -> None:
+        held = TableLog.open(self.spec.held_path)
+        if held.version is None or held.version == self.seen_version:
+            return
+        new = [b for source in self.spec.sources
+               for b in batches_in_log(self.spec, source, after_version=self.seen_version)]
+        self.seen_version = held.version
+        for batch in new:
+            self.result.batches.append(batch)
+            if self.on_batch is not None:
+                self.on_batch(batch)
+        if any(tier.due for tier in read_feed_status(self.spec, clock=self.clock).tiers.values()):
+            self.result.releases.append(release(self.spark, self.spec, clock=self.clock))
+
+
+def is_remote_session(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _due_now(spec: FeedSpec, batch: StreamBatchResult, clock: Clock) -> bool:

@@ -16,6 +16,7 @@ append carries its own transaction, so a replay does not repeat its rows either.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
@@ -50,6 +51,8 @@ from waterline.spec.stream_sql import RECORD_OFFSET, RECORD_PARTITION, RECORD_TO
 
 log = logging.getLogger(__name__)
 
+#: The commit's ``operationParameters`` key holding the batch's `StreamBatchResult` (JSON).
+BATCH_PARAMETER = "waterlineStreamBatch"
 _RECORD = (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET, REMOVE)
 _CURRENT = "_wl_current"
 
@@ -107,8 +110,16 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
         try:
             counts = V.version_counts(spec, versions)
             new = _next_state(spec, state, source, stats["max_event"], counts, now)
+            due = [t for t in counts["min_tau"].values() if t is not None]
+            done = StreamBatchResult(
+                feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
+                seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
+                inserted=counts["insert"], updated=counts["update"], removed=counts["remove"],
+                quarantined=quarantined, event_waterline_us=new.event_w,
+                next_due_us=max(min(due), now) if due else None)
             if counts["total"]:
-                _commit(spec, held_log, versions, new, (app, batch_id), moved=_moved(new, state), lease=lease)
+                _commit(spec, held_log, versions, new, (app, batch_id), moved=_moved(new, state), lease=lease,
+                        parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
             elif _moved(new, state):
                 lease.check()
                 write_commit(held_log.snapshot(), property_commit(new))
@@ -116,13 +127,29 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
             versions.unpersist()
     finally:
         cached.unpersist()
-    due = [t for t in counts["min_tau"].values() if t is not None]
-    return StreamBatchResult(
-        feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
-        seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
-        inserted=counts["insert"], updated=counts["update"], removed=counts["remove"], quarantined=quarantined,
-        event_waterline_us=new.event_w, next_due_us=max(min(due), now) if due else None,
-    )
+    return done
+
+
+def batches_in_log(spec: FeedSpec, source: str, *, after_version: int | None) -> list[StreamBatchResult]:
+    """The micro-batches of ``source`` held committed after table version ``after_version``
+    (None: all retained), oldest first, as each commit's ``operationParameters`` recorded
+    them. How a run over Spark Connect, whose batches run in the server's Python worker,
+    learns what they did. Batches that appended nothing (replays, records equal to the
+    current versions) made no commit and are not among them."""
+    held_log = TableLog.open(spec.held_path)
+    newest = held_log.version
+    if newest is None:
+        return []
+    depth = newest - (-1 if after_version is None else after_version)
+    found = []
+    for commit in held_log.history(depth):
+        text = (commit.get("operationParameters") or {}).get(BATCH_PARAMETER)
+        if text is None or (after_version is not None and int(commit["version"]) <= after_version):
+            continue
+        batch = StreamBatchResult(**json.loads(text))
+        if batch.source == source:
+            found.append(batch)
+    return sorted(found, key=lambda b: b.batch_id)
 
 
 def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: TableLog,
@@ -201,10 +228,13 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     )
     if later:
         tagged = tagged.withColumns(later)
+    # A move is two versions of one seq (the removal in the old partition, the row in the new
+    # one): of a key's newest seq, the row that is not a removal is the current version.
+    newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
     current = (read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
                .groupBy(*keys)
                .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"),
-                                      F.col(C.PARTITION).alias("p")), F.col(C.SEQ)).alias(_CURRENT)))
+                                      F.col(C.PARTITION).alias("p")), newest).alias(_CURRENT)))
     joined = tagged.join(current, on=keys, how="left")
     cur = F.col(_CURRENT)
     live = cur.isNotNull() & ~cur["r"]
@@ -240,7 +270,7 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> T
 
 
 def _commit(spec: FeedSpec, held_log: TableLog, versions: DataFrame, state: HeldState, txn: tuple[str, int], *,
-            moved: bool, lease: Lease) -> None:
+            moved: bool, lease: Lease, parameters: dict[str, str]) -> None:
     """The versions as files Spark writes, then one commit of ours with the state and both
     transactions (the held sequence and the stream's batch)."""
     why_not = held_append.direct_unsupported(held_log, versions.drop(V.KIND).schema)
@@ -255,7 +285,7 @@ def _commit(spec: FeedSpec, held_log: TableLog, versions: DataFrame, state: Held
         raise
     faults.boundary(faults.INGEST_BEFORE_COMMIT)
     lease.check()  # the last moment a lost lease can stop the commit
-    held_append.commit(held_log, state, token, record_property=moved, stream_txn=txn)
+    held_append.commit(held_log, state, token, record_property=moved, stream_txn=txn, parameters=parameters)
     faults.boundary(faults.INGEST_AFTER_COMMIT)
 
 
@@ -306,4 +336,4 @@ def _moved(new: HeldState, old: HeldState) -> bool:
     return (new.event_w, new.sources) != (old.event_w, old.sources)
 
 
-__all__ = ["applied_batch", "ingest_batch", "stream_app"]
+__all__ = ["BATCH_PARAMETER", "applied_batch", "batches_in_log", "ingest_batch", "stream_app"]

@@ -1,0 +1,133 @@
+"""kill -9 of `waterline stream --once` at random points, again and again, then a run to the
+end: the tiers equal `waterline.semantics` over the whole topic (what an uninterrupted run
+leaves), every batch's versions are in held once, no record is lost. On a local warehouse
+and on one in S3 (s3proxy).
+
+A kill is either at a named boundary, at a random batch (``WATERLINE_CRASH_AT=point@n``:
+the start of a batch, between its version files and its held commit, after the commit,
+before or between the tiers' releases, after the batch before Spark's checkpoint), or a
+SIGKILL from the test after a random delay, which lands anywhere: in the JVM's start, in a
+Spark job, in the middle of a commit or of Spark's checkpoint. Each run after a kill starts
+from the checkpoint the killed one left. The seed is in every failure message
+(``WATERLINE_KILL_SEED`` replays one)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from tests.streams.kafkakit import Quote, new_topic, produce, quote_value, quotes_model, stream_spec
+from waterline import load
+from waterline.engine.core import faults
+from waterline.engine.delta import storage
+from waterline.engine.spark.stream_ingest import applied_batch
+
+CLI = str(Path(sys.executable).with_name("waterline"))
+PER_BATCH = 3
+CHUNK = 8 * PER_BATCH  # quotes produced whenever the runs so far applied all there were
+KILLS = 10
+MAX_RUNS = 24  # a boundary a run never reaches (no release due) ends the run without a kill
+POINTS = (faults.STREAM_BATCH_START, faults.INGEST_BEFORE_COMMIT, faults.INGEST_AFTER_COMMIT,
+          faults.RELEASE_BEFORE_MERGE, faults.RELEASE_BETWEEN_TIERS, faults.STREAM_BATCH_END)
+TIERS = {"realtime": "TRUE", "delayed_15m": "event_time + INTERVAL 15 MINUTES <= WATERLINE()"}
+
+
+def _quotes(rng: random.Random, n: int) -> list[Quote]:
+    """Revisions, repeats (equal to the current version), tombstones and moves across days."""
+    return [(rng.choice("abcdefg"), None if rng.random() < 0.2 else float(rng.randint(1, 4)), rng.choice((0, 1, 24, 25)))
+            for _ in range(n)]
+
+
+def _run(spec: Path, kill) -> int:
+    """One `waterline stream --once`, killed as ``kill`` says; its return code (-9: killed)."""
+    kind, arg = kill
+    env = dict(os.environ)
+    if kind == "at":
+        env[faults.ENV] = arg
+    proc = subprocess.Popen([CLI, "stream", str(spec), "--once"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+    try:
+        out, _ = proc.communicate(timeout=arg if kind == "after" else 600)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate()
+    assert proc.returncode in (0, -9), f"{kill}: exit {proc.returncode}:\n{out}"
+    return proc.returncode
+
+
+def _plan(rng: random.Random):
+    """Kills: the first between a batch's files and its commit, then boundaries and delays."""
+    yield "at", f"{faults.INGEST_BEFORE_COMMIT}@{rng.randint(1, 2)}"
+    while True:
+        if rng.random() < 0.6:
+            yield "at", f"{rng.choice(POINTS)}@{rng.randint(1, 3)}"
+        else:
+            yield "after", round(rng.uniform(4.0, 30.0), 1)
+
+
+def _applied(feed) -> int:
+    """The last batch id held has (-1: none)."""
+    if not storage.is_delta_table(feed.spec.held_path):
+        return -1
+    (source,) = feed.spec.sources
+    found = applied_batch(feed.spec, source)
+    return -1 if found is None else found
+
+
+def _held_rows(path: str) -> list[dict]:
+    if not storage.is_delta_table(path):
+        return []
+    return storage.delta_table(path).to_pyarrow_table(columns=["id", "_wl_partition", "_wl_seq"]).to_pylist()
+
+
+def _kill_and_finish(spark, bootstrap: str, root: Path, warehouse: str) -> None:
+    seed = int(os.environ.get("WATERLINE_KILL_SEED") or random.randrange(2**32))
+    rng = random.Random(seed)
+    topic = new_topic(bootstrap)
+    spec = stream_spec(root, bootstrap, topic, tiers=TIERS, extra={
+        "warehouse": warehouse,
+        "source": {"format": "kafka", "bootstrap": bootstrap, "topic": topic,
+                   "value": {"format": "json", "schema": "px DOUBLE, ts STRING"},
+                   "options": {"maxOffsetsPerTrigger": PER_BATCH}}})
+    feed = load(spec, spark=spark)
+    quotes: list[Quote] = []
+    kills, history = 0, []
+    for kill in _plan(rng):
+        if kills >= KILLS or len(history) >= MAX_RUNS:
+            break
+        if _applied(feed) == len(quotes) // PER_BATCH - 1:  # every produced quote is in held
+            chunk = _quotes(rng, CHUNK)
+            produce(bootstrap, topic, [(0, k, quote_value(px, h)) for k, px, h in chunk])
+            quotes += chunk
+        code = _run(spec, kill)
+        kills += code == -9
+        history.append((kill, code))
+        held = _held_rows(feed.spec.held_path)
+        # after any kill: no version twice (a move is two versions of one seq, in two partitions)
+        assert len({(r["_wl_partition"], r["id"], r["_wl_seq"]) for r in held}) == len(held), (seed, history)
+    assert kills >= KILLS, f"seed {seed}: only {kills} of {len(history)} runs were killed: {history}"
+
+    finished = feed.stream(once=True)  # the run to the end, in this process
+    assert _applied(feed) == len(quotes) // PER_BATCH - 1, (seed, history)
+    want_versions, want_rows = quotes_model(quotes, PER_BATCH)
+    held = _held_rows(feed.spec.held_path)
+    context = f"seed {seed}, runs {history}, last run {finished.summary()}"
+    assert len(held) == want_versions, f"every batch's versions once, none lost: {context}"
+    assert len({(r["_wl_partition"], r["id"], r["_wl_seq"]) for r in held}) == len(held), context
+    for tier in TIERS:
+        rows = feed.read(tier, columns=["id", "px", "_wl_partition"]).to_pylist()
+        assert {r["id"]: (r["_wl_partition"], r["px"]) for r in rows} == want_rows, f"{tier}: {context}"
+        assert len(rows) == len(want_rows), f"{tier}: one row per live key: {context}"
+
+
+def test_ten_random_kills_then_a_finish_equal_the_semantics(kafka, spark, tmp_path):
+    _kill_and_finish(spark, kafka.bootstrap, tmp_path, str(tmp_path / "warehouse"))
+
+
+def test_ten_random_kills_with_the_warehouse_in_s3(kafka, s3_spark, s3proxy, tmp_path):
+    _kill_and_finish(s3_spark, kafka.bootstrap, tmp_path, s3proxy.uri(f"kills-{uuid.uuid4().hex[:6]}"))
