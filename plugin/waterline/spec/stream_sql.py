@@ -53,10 +53,17 @@ def row_wise_problem(transform: str | None) -> str | None:
     return None
 
 
-def record_select(transform: str | None, remove_when: str | None) -> str:
+def record_select(transform: str | None, remove_when: str | None, *, views: Mapping[str, str] | None = None) -> str:
     """The transform (default ``SELECT * FROM source``) with each row's record columns and
-    its removal mark appended to its SELECT list. ``transform`` passed `row_wise_problem`."""
+    its removal mark appended to its SELECT list. ``transform`` passed `row_wise_problem`.
+    ``views``: tables to read under another name (``source`` -> a view of this batch
+    only), each keeping its name as its alias, so ``source.value`` still resolves."""
     tree = sqlglot.parse_one(transform or "SELECT * FROM source", read="spark")
+    for table in list(tree.find_all(exp.Table)) if views else ():
+        if not table.args.get("db") and table.name in views:
+            alias = table.alias or table.name
+            table.set("this", exp.to_identifier(views[table.name]))
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     extra: Mapping[str, str] = {alias: f"`{column}`" for alias, column in RECORD_COLUMNS.items()}
     extra = {**extra, REMOVE: f"COALESCE(({remove_when}), FALSE)" if remove_when else "FALSE"}
     for alias, sql in extra.items():

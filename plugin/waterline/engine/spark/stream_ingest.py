@@ -42,7 +42,7 @@ from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
-from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
+from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output, drop_view
 from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
 from waterline.errors import SpecError, WaterlineError
@@ -94,7 +94,17 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
         return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
     state = held_log.held_state(spec.feed)
     now = clock.now_us()
-    output, unparsed = batch_output(spec, source, records)
+    output, unparsed, view = batch_output(spec, source, records)
+    try:
+        return _write_batch(spark, spec, source, batch_id, output, unparsed, held_log, state, now, lease)
+    finally:
+        drop_view(records.sparkSession, view)
+
+
+def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, output: DataFrame,
+                 unparsed: DataFrame | None, held_log: TableLog, state: HeldState, now: int,
+                 lease: Lease) -> StreamBatchResult:
+    app = stream_app(source)
     batch = _prepare(spark, spec, output, held_log, state)
     cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -14,6 +14,7 @@ becomes the Kafka client option ``kafka.<name>`` (lower case, ``_`` -> ``.``), e
 from __future__ import annotations
 
 import os
+import uuid
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -86,20 +87,29 @@ def decoded(records: DataFrame, source: SourceSpec) -> tuple[DataFrame, DataFram
     return view, unparsed
 
 
-def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> tuple[DataFrame, DataFrame | None, str]:
     """One micro-batch of source ``name`` through the transform: (the output rows, each with its
-    record columns and removal mark; the unparseable records)."""
+    record columns and removal mark; the unparseable records; the batch's view, for
+    `drop_view` once the batch is written)."""
     view, unparsed = decoded(records, spec.sources[name])
-    # The views live in the batch's own session: a foreachBatch frame comes with a clone of
-    # the query's session, whose temporary views the caller's session cannot see.
+    # The view lives in the batch's own session (a foreachBatch frame comes with a clone of
+    # the query's session, whose temporary views the caller's cannot see) under a name of
+    # this batch alone: over Spark Connect that session is shared by every query of the
+    # client, and the lazily resolved plan of a view named ``source`` read another run's batch.
     session = records.sparkSession
-    view.createOrReplaceTempView("source")
-    if name != "source":
-        view.createOrReplaceTempView(name)
+    unique = f"_wl_{name}_{uuid.uuid4().hex[:12]}"
+    view.createOrReplaceTempView(unique)
     if spec.transform:
         register_functions(session, spec.transform)
     try:
-        return session.sql(record_select(spec.transform, spec.remove_when)), unparsed
+        sql = record_select(spec.transform, spec.remove_when, views={"source": unique, name: unique})
+        return session.sql(sql), unparsed, unique
     except Exception as exc:  # Spark's analysis errors span many lines; keep the first
+        drop_view(session, unique)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WaterlineError(f"feed {spec.feed}: source {name}: transform: {first}{hint(exc)}") from exc
+
+
+def drop_view(session: SparkSession, view: str) -> None:
+    """Drop a batch's view (its frames are written; the view would keep the batch's plan)."""
+    session.catalog.dropTempView(view)
