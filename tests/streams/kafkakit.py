@@ -75,11 +75,13 @@ def quote_value(px: float | None, hours: int) -> dict | None:
 def quotes_model(quotes: list[Quote], per_batch: int) -> tuple[int, dict[str, tuple[str, float]]]:
     """What `waterline.semantics` says micro-batches of ``per_batch`` quotes (one Kafka
     partition, offsets from 0) leave: how many held versions, and each live key's
-    (partition, px)."""
+    (partition, px). The payload is the price and the event time: a record that moves a
+    row an hour within its day is a new version, not one equal to the current."""
     current, versions = {}, 0
     for start in range(0, len(quotes), per_batch):
         chunk = [S.StreamRecord(key=k, partition=None if px is None else iso(DAY + h * HOUR)[:10],
-                                payload=None if px is None else {"px": float(px)}, source_partition=0, offset=start + i)
+                                payload=None if px is None else {"px": float(px), "hours": h}, source_partition=0,
+                                offset=start + i)
                  for i, (k, px, h) in enumerate(quotes[start:start + per_batch])]
         appended = S.stream_batch(current, chunk)
         versions += len(appended)
