@@ -175,8 +175,7 @@ class _RemoteFollower:
         held = TableLog.open(self.spec.held_path)
         if held.version is None or held.version == self.seen_version:
             return
-        new = [b for source in self.spec.sources
-               for b in batches_in_log(self.spec, source, after_version=self.seen_version)]
+        new = [b for source in self.spec.sources for b in batches_in_log(held, source, after_version=self.seen_version)]
         self.seen_version = held.version
         for batch in new:
             self.result.batches.append(batch)

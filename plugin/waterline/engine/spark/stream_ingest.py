@@ -140,13 +140,12 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
     return done
 
 
-def batches_in_log(spec: FeedSpec, source: str, *, after_version: int | None) -> list[StreamBatchResult]:
+def batches_in_log(held_log: TableLog, source: str, *, after_version: int | None) -> list[StreamBatchResult]:
     """The micro-batches of ``source`` held committed after table version ``after_version``
     (None: all retained), oldest first, as each commit's ``operationParameters`` recorded
     them. How a run over Spark Connect, whose batches run in the server's Python worker,
     learns what they did. Batches that appended nothing (replays, records equal to the
     current versions) made no commit and are not among them."""
-    held_log = TableLog.open(spec.held_path)
     newest = held_log.version
     if newest is None:
         return []
