@@ -21,6 +21,9 @@ import sys
 import uuid
 from pathlib import Path
 
+import polars
+
+from tests.interop.test_readers import _duckdb as duckdb_with_delta
 from tests.streams.kafkakit import Quote, new_topic, produce, quote_value, quotes_model, stream_spec
 from waterline import load
 from waterline.engine.core import faults
@@ -123,6 +126,15 @@ def _kill_and_finish(spark, bootstrap: str, root: Path, warehouse: str) -> None:
         rows = feed.read(tier, columns=["id", "px", "_wl_partition"]).to_pylist()
         assert {r["id"]: (r["_wl_partition"], r["px"]) for r in rows} == want_rows, f"{tier}: {context}"
         assert len(rows) == len(want_rows), f"{tier}: one row per live key: {context}"
+    if storage.local_folder(warehouse) is not None:
+        # the log the commit writer left through kills (its batch summaries in commitInfo
+        # included) is one every reader reads alike
+        for path in [feed.spec.held_path, *(feed.tier_path(t) for t in TIERS)]:
+            counts = {"deltalake": storage.delta_table(path).to_pyarrow_table().num_rows,
+                      "polars": polars.read_delta(path).height,
+                      "duckdb": duckdb_with_delta().execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchone()[0],
+                      "spark": spark.read.format("delta").load(path).count()}
+            assert len(set(counts.values())) == 1, f"{path}: {counts}: {context}"
 
 
 def test_ten_random_kills_then_a_finish_equal_the_semantics(kafka, spark, tmp_path):
