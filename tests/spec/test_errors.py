@@ -160,6 +160,24 @@ def test_overrides_need_a_mapping_file(tmp_path):
         load_spec(path, overrides={"warehouse": "x"})
 
 
+AVRO_QUOTE = {"type": "record", "name": "Quote", "fields": [{"name": "px", "type": "double"}]}
+
+
+def test_an_avro_value_schema_is_kept_as_json_and_round_trips(tmp_path):
+    import json
+
+    from waterline.spec import spec_from_dict
+
+    source = {"format": "kafka", "bootstrap": "h:1", "topic": "t",
+              "value": {"format": "avro", "schema": AVRO_QUOTE, "wire": "confluent"}}
+    spec = spec_from_dict({"feed": "ticks", "warehouse": str(tmp_path), "source": source,
+                           "partitions": {"daily": {"start": "2026-01-01"}}, "key": ["id"], "event_time": "ts",
+                           "partition_by": "date(ts)", "tiers": {"rt": "TRUE"}}, spec_file="s.yaml")
+    kafka = spec.sources["source"].kafka
+    assert (kafka.value_format, json.loads(kafka.value_schema), kafka.value_wire) == ("avro", AVRO_QUOTE, "confluent")
+    assert kafka.to_dict()["value"] == {"format": "avro", "schema": json.dumps(AVRO_QUOTE), "wire": "confluent"}
+
+
 @pytest.mark.parametrize(
     "patch, key_path, reason",
     [
@@ -168,8 +186,19 @@ def test_overrides_need_a_mapping_file(tmp_path):
          "give exactly one of `topic`"),
         ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "a b"}}, "source.topic",
          "Kafka topic names are [A-Za-z0-9._-]"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t", "value": {"format": "xml", "schema": "x INT"}}},
+         "source.value.format", "expected one of json, csv, avro, got 'xml'"),
         ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t", "value": {"format": "avro", "schema": "x INT"}}},
-         "source.value.format", "expected one of json, csv, got 'avro'"),
+         "source.value.schema", "an Avro schema is JSON (or a YAML mapping)"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t",
+                     "value": {"format": "avro", "schema": {"type": "enum", "symbols": ["A"]}}}},
+         "source.value.schema", "expected an Avro record schema"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t",
+                     "value": {"format": "avro", "schema": AVRO_QUOTE, "wire": "registry"}}},
+         "source.value.wire", "expected one of plain, confluent, got 'registry'"),
+        ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t",
+                     "value": {"format": "json", "schema": "x INT", "wire": "confluent"}}},
+         "source.value.wire", "only an avro value has a wire format"),
         ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t", "options": {"subscribe": "u"}}},
          "source.options.subscribe", "set by waterline from `bootstrap`"),
         ({"source": {"format": "kafka", "bootstrap": "h:1", "topic": "t"}, "partition_by": "date(ts)",

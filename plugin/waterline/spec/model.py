@@ -19,7 +19,10 @@ SOURCE_FORMATS = ("json", "csv", "parquet", "delta")
 #: A stream source (read by `waterline stream`, never by partition).
 STREAM_FORMAT = "kafka"
 #: How a Kafka record's value is decoded for the transform (absent: the raw bytes).
-KAFKA_VALUE_FORMATS = ("json", "csv")
+KAFKA_VALUE_FORMATS = ("json", "csv", "avro")
+#: How an Avro value is framed: the bare datum, or Confluent's wire format (a zero magic
+#: byte and a 4-byte schema id before the datum, as Schema Registry serializers write).
+KAFKA_AVRO_WIRES = ("plain", "confluent")
 LATE_POLICIES = ("publish", "drop", "quarantine")
 WATERLINE_MODES = ("clock", "event")
 # The name of the source when the spec uses the single `source:` key, and the
@@ -42,7 +45,8 @@ class KafkaSpec:
     """A Kafka source: where, which topics, how values decode, where a first run starts.
 
     ``value_schema`` is a Spark DDL schema of the decoded value (``value_format`` json or
-    csv); with no format the transform sees the value's bytes. Credentials are never here:
+    csv) or an Avro schema as JSON text (avro, framed as ``value_wire`` says); with no
+    format the transform sees the value's bytes. Credentials are never here:
     `waterline.engine.spark.stream_source` reads them from the environment.
     """
 
@@ -51,6 +55,7 @@ class KafkaSpec:
     value_format: str | None = None
     value_schema: str | None = None
     starting_offsets: str = "earliest"
+    value_wire: str = "plain"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"bootstrap": self.bootstrap}
@@ -60,6 +65,8 @@ class KafkaSpec:
             out["topics"] = list(self.topics)
         if self.value_format is not None:
             out["value"] = {"format": self.value_format, "schema": self.value_schema}
+            if self.value_wire != "plain":
+                out["value"]["wire"] = self.value_wire
         if self.starting_offsets != "earliest":
             out["starting_offsets"] = self.starting_offsets
         return out

@@ -3,6 +3,7 @@ warehouse, maintenance): raw YAML values in, model objects out, errors through a
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from waterline.spec.checker import KAFKA_SOURCE_KEYS, MAINTENANCE_KEYS, SOURCE_K
 from waterline.clock import duration_text
 from waterline.spec.model import (
     DEFAULT_SOURCE,
+    KAFKA_AVRO_WIRES,
     KAFKA_VALUE_FORMATS,
     MIN_TIME_TRAVEL,
     PATH_PLACEHOLDERS,
@@ -144,14 +146,9 @@ def parse_kafka_source(check: SpecChecker, value: Mapping, path: str) -> SourceS
             check.fail(f"{path}.topics[{i}]" if "topics" in value else f"{path}.topic",
                        f"Kafka topic names are [A-Za-z0-9._-], up to 249 characters; got {topic!r}")
     value_format = value_schema = None
+    wire = "plain"
     if value.get("value") is not None:
-        decoded = check.mapping(value["value"], f"{path}.value", "a mapping {format: json|csv, schema: <Spark DDL>}")
-        check.only_keys(decoded, ("format", "schema"), f"{path}.value")
-        for key in ("format", "schema"):
-            if key not in decoded:
-                check.fail(f"{path}.value.{key}", "required key is missing")
-        value_format = check.choice(decoded["format"], KAFKA_VALUE_FORMATS, f"{path}.value.format")
-        value_schema = check.text(decoded["schema"], f"{path}.value.schema").strip()
+        value_format, value_schema, wire = _kafka_value(check, value["value"], f"{path}.value")
     starting = value.get("starting_offsets", "earliest")
     if starting not in ("earliest", "latest"):
         starting = check.text(starting, f"{path}.starting_offsets")
@@ -165,8 +162,34 @@ def parse_kafka_source(check: SpecChecker, value: Mapping, path: str) -> SourceS
         if key in ("subscribe", "subscribePattern", "assign", "kafka.bootstrap.servers", "startingOffsets"):
             check.fail(f"{path}.options.{key}", "set by waterline from `bootstrap`, `topic(s)` and `starting_offsets`")
     kafka = KafkaSpec(bootstrap=bootstrap, topics=topics, value_format=value_format, value_schema=value_schema,
-                      starting_offsets=starting)
+                      starting_offsets=starting, value_wire=wire)
     return SourceSpec(format=STREAM_FORMAT, path="", options=options, kafka=kafka)
+
+
+def _kafka_value(check: SpecChecker, value: Any, path: str) -> tuple[str, str, str]:
+    """``{format: json|csv, schema: <Spark DDL>}`` or ``{format: avro, schema: <Avro schema,
+    JSON text or a mapping>, wire: plain|confluent}``: (format, schema text, wire)."""
+    decoded = check.mapping(value, path, "a mapping {format: json|csv|avro, schema: ...}")
+    check.only_keys(decoded, ("format", "schema", "wire"), path)
+    for key in ("format", "schema"):
+        if key not in decoded:
+            check.fail(f"{path}.{key}", "required key is missing")
+    value_format = check.choice(decoded["format"], KAFKA_VALUE_FORMATS, f"{path}.format")
+    if value_format != "avro":
+        if "wire" in decoded:
+            check.fail(f"{path}.wire", "only an avro value has a wire format")
+        return value_format, check.text(decoded["schema"], f"{path}.schema").strip(), "plain"
+    wire = check.choice(decoded.get("wire", "plain"), KAFKA_AVRO_WIRES, f"{path}.wire")
+    schema = decoded["schema"]
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError as exc:
+            check.fail(f"{path}.schema", f"an Avro schema is JSON (or a YAML mapping): {exc}")
+    if not isinstance(schema, Mapping) or schema.get("type") != "record" or not isinstance(schema.get("fields"), list):
+        check.fail(f"{path}.schema", 'expected an Avro record schema {"type": "record", "name": ..., "fields": [...]}, '
+                   f"got {describe(schema)}")
+    return value_format, json.dumps(schema), wire
 
 
 def parse_waterline(check: SpecChecker, value: Any) -> WaterlineSpec:
