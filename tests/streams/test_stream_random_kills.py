@@ -18,6 +18,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -31,8 +32,8 @@ from waterline.engine.delta import storage
 from waterline.engine.spark.stream_ingest import applied_batch
 
 CLI = str(Path(sys.executable).with_name("waterline"))
-PER_BATCH = 3
-CHUNK = 8 * PER_BATCH  # quotes produced whenever the runs so far applied all there were
+PER_BATCH = 6
+CHUNK = 4 * PER_BATCH  # quotes produced whenever the runs so far applied all there were
 KILLS = 10
 MAX_RUNS = 24  # a boundary a run never reaches (no release due) ends the run without a kill
 POINTS = (faults.STREAM_BATCH_START, faults.INGEST_BEFORE_COMMIT, faults.INGEST_AFTER_COMMIT,
@@ -63,14 +64,15 @@ def _run(spec: Path, kill) -> int:
     return proc.returncode
 
 
-def _plan(rng: random.Random):
-    """Kills: the first between a batch's files and its commit, then boundaries and delays."""
-    yield "at", f"{faults.INGEST_BEFORE_COMMIT}@{rng.randint(1, 2)}"
-    while True:
-        if rng.random() < 0.6:
-            yield "at", f"{rng.choice(POINTS)}@{rng.randint(1, 3)}"
-        else:
-            yield "after", round(rng.uniform(4.0, 30.0), 1)
+def _kill(rng: random.Random, run: int, pending: int):
+    """The kill of run ``run``: the first between a batch's files and its commit, then
+    boundaries and delays. A boundary's pass is one a run with ``pending`` batches to apply
+    reaches (a release's: when a tier is due, which every batch here makes it)."""
+    if run == 0:
+        return "at", f"{faults.INGEST_BEFORE_COMMIT}@{rng.randint(1, min(2, pending))}"
+    if rng.random() < 0.6:
+        return "at", f"{rng.choice(POINTS)}@{rng.randint(1, min(3, pending))}"
+    return "after", round(rng.uniform(4.0, 30.0), 1)
 
 
 def _applied(feed) -> int:
@@ -100,22 +102,25 @@ def _kill_and_finish(spark, bootstrap: str, root: Path, warehouse: str) -> None:
     feed = load(spec, spark=spark)
     quotes: list[Quote] = []
     kills, history = 0, []
-    for kill in _plan(rng):
-        if kills >= KILLS or len(history) >= MAX_RUNS:
-            break
-        if _applied(feed) == len(quotes) // PER_BATCH - 1:  # every produced quote is in held
+    while kills < KILLS and len(history) < MAX_RUNS:
+        pending = len(quotes) // PER_BATCH - 1 - _applied(feed)
+        if not pending:  # every produced quote is in held
             chunk = _quotes(rng, CHUNK)
             produce(bootstrap, topic, [(0, k, quote_value(px, h)) for k, px, h in chunk])
             quotes += chunk
+            pending = CHUNK // PER_BATCH
+        kill = _kill(rng, len(history), pending)
+        started = time.monotonic()
         code = _run(spec, kill)
         kills += code == -9
-        history.append((kill, code))
+        history.append((kill, code, round(time.monotonic() - started)))
         held = _held_rows(feed.spec.held_path)
         # after any kill: no version twice (a move is two versions of one seq, in two partitions)
         assert len({(r["_wl_partition"], r["id"], r["_wl_seq"]) for r in held}) == len(held), (seed, history)
     assert kills >= KILLS, f"seed {seed}: only {kills} of {len(history)} runs were killed: {history}"
 
     finished = feed.stream(once=True)  # the run to the end, in this process
+    print(f"seed {seed}: runs (kill, exit, seconds): {history}")
     assert _applied(feed) == len(quotes) // PER_BATCH - 1, (seed, history)
     want_versions, want_rows = quotes_model(quotes, PER_BATCH)
     held = _held_rows(feed.spec.held_path)
