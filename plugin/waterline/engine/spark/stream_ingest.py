@@ -108,33 +108,31 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
     batch = _prepare(spark, spec, output, held_log, state)
     cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = _check_partitions(spec, cached)
-        stats = _stats(spec, rows, source)
+        rows, stats = _checked(spec, cached, source)
         quarantined = stats["quarantined"] + _quarantine(spec, source, batch_id, rows, unparsed, now,
                                                          invalid=stats["quarantined"])
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
         versions = _versions(spark, spec, batch, rows, plans, held_log.exists, seq=state.seq + 1)
-        versions = versions.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = V.version_counts(spec, versions)
-            new = _next_state(spec, state, source, stats["max_event"], counts, now)
-            due = [t for t in counts["min_tau"].values() if t is not None]
-            done = StreamBatchResult(
-                feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
-                seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
-                inserted=counts["insert"], updated=counts["update"], removed=counts["remove"],
-                quarantined=quarantined, event_waterline_us=new.event_w,
-                next_due_us=max(min(due), now) if due else None)
-            if counts["total"]:
-                _commit(spec, held_log, versions, new, (app, batch_id), moved=_moved(new, state), lease=lease,
-                        parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
-            elif _moved(new, state):
+        token = new_token()
+        counts = _write(spec, held_log, versions, token)
+        new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
+        due = [t for t in counts["min_tau"].values() if t is not None]
+        done = StreamBatchResult(
+            feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
+            seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
+            inserted=counts["insert"], updated=counts["update"], removed=counts["remove"],
+            quarantined=quarantined, event_waterline_us=new.event_w,
+            next_due_us=max(min(due), now) if due else None)
+        if counts["total"]:
+            _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
+                    parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
+        else:
+            held_append.discard(spec.held_path, token)
+            if _moved(new, state):
                 lease.check()
                 write_commit(held_log.snapshot(), property_commit(new))
-        finally:
-            versions.unpersist()
     finally:
         cached.unpersist()
     return done
@@ -190,34 +188,29 @@ def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: T
     return _Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
 
 
-def _check_partitions(spec: FeedSpec, rows: DataFrame) -> DataFrame:
-    """Rows whose ``partition_by`` value is not a partition of the spec's scheme are
-    quarantined with the reason (the values are few: one Spark job collects them)."""
-    found = [r[0] for r in rows.filter(F.col(REASON).isNull() & F.col(C.PARTITION).isNotNull())
-             .select(C.PARTITION).distinct().collect()]
+def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, dict]:
+    """The rows, with those whose ``partition_by`` value is not a partition of the spec's
+    scheme quarantined with the reason, and their counts: records, quarantined rows, the
+    latest event time of a valid row. One Spark job (its partition values are few); a second
+    only in the rare batch with a bad partition value."""
+    valid = F.col(REASON).isNull()
+    row = rows.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(~valid, 1)).alias("quarantined"),
+        F.max(F.when(valid & ~F.col(REMOVE), F.unix_micros(F.col(spec.event_time)))).alias("max_event"),
+        F.collect_set(F.when(valid, F.col(C.PARTITION))).alias("partitions"),
+    ).collect()[0]
     bad = {}
-    for value in found:
+    for value in row["partitions"]:
         try:
             spec.partitions.validate(value)
         except SpecError as exc:
             bad[value] = f"partition_by gave {value!r}: {str(exc).rsplit(': ', 1)[-1]}"
-    if not bad:
-        return rows
-    reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
-    return rows.withColumn(REASON, reason)
-
-
-def _stats(spec: FeedSpec, rows: DataFrame, source: str) -> dict:
-    """Records, quarantined rows and the latest event time of a valid row (one Spark job)."""
-    valid = F.col(REASON).isNull()
-    event = F.unix_micros(F.col(spec.event_time))
-    row = rows.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.when(~valid, 1)).alias("quarantined"),
-        F.max(F.when(valid & ~F.col(REMOVE), event)).alias("max_event"),
-    ).collect()[0]
-    return {"rows": row["rows"], "quarantined": row["quarantined"],
-            "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
+    if bad:
+        reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
+        return _checked(spec, rows.withColumn(REASON, reason), source)
+    return rows, {"rows": row["rows"], "quarantined": row["quarantined"],
+                  "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
 
 
 def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_exists: bool, *,
@@ -278,23 +271,31 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> T
     return TableLog.open(spec.held_path)
 
 
-def _commit(spec: FeedSpec, held_log: TableLog, versions: DataFrame, state: HeldState, txn: tuple[str, int], *,
-            moved: bool, lease: Lease, parameters: dict[str, str]) -> None:
-    """The versions as files Spark writes, then one commit of ours with the state and both
-    transactions (the held sequence and the stream's batch)."""
+def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame, token: str) -> dict:
+    """Spark writes the versions as files under ``token`` (uncommitted) and counts them in the
+    same pass (observed metrics). Nothing written (every record equal to its key's current
+    version) leaves no file."""
     why_not = held_append.direct_unsupported(held_log, versions.drop(V.KIND).schema)
     if why_not is not None:
         raise WaterlineError(f"feed {spec.feed}: a stream appends with waterline's commit writer, which cannot "
                              f"append to {spec.held_path}: {why_not}")
-    token = state.token
+    observed, counted = V.observe_counts(spec, versions)
     try:
-        held_append.write_partitioned(versions.drop(V.KIND), table_schema(held_log).fieldNames(), spec.held_path, token)
+        held_append.write_partitioned(observed.drop(V.KIND), table_schema(held_log).fieldNames(), spec.held_path,
+                                      token)
+        return V.observed_counts(spec, counted, versions)
     except BaseException:
         held_append.discard(spec.held_path, token)
         raise
+
+
+def _commit(spec: FeedSpec, held_log: TableLog, state: HeldState, txn: tuple[str, int], *, moved: bool,
+            lease: Lease, parameters: dict[str, str]) -> None:
+    """One commit of ours for the files `_write` left under ``state.token``, with the state and
+    both transactions (the held sequence and the stream's batch)."""
     faults.boundary(faults.INGEST_BEFORE_COMMIT)
     lease.check()  # the last moment a lost lease can stop the commit
-    held_append.commit(held_log, state, token, record_property=moved, stream_txn=txn, parameters=parameters)
+    held_append.commit(held_log, state, state.token, record_property=moved, stream_txn=txn, parameters=parameters)
     faults.boundary(faults.INGEST_AFTER_COMMIT)
 
 
@@ -302,7 +303,7 @@ def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame, unp
                 now_us: int, *, invalid: int) -> int:
     """Append the batch's invalid rows and unparseable records to the quarantine table, once:
     the append carries the transaction (stream app, batch id), so a replay adds nothing.
-    Returns how many unparseable records there were (``invalid``: the invalid rows `_stats`
+    Returns how many unparseable records there were (``invalid``: the invalid rows `_checked`
     counted, so a clean batch costs no Spark job here)."""
     at = F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at")
     where = F.coalesce(F.col(C.PARTITION), F.lit(f"stream-{source}")).alias(C.PARTITION)
@@ -329,13 +330,14 @@ def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame, unp
     return bad
 
 
-def _next_state(spec: FeedSpec, state: HeldState, source: str, max_event: dict, counts: dict, now_us: int) -> HeldState:
+def _next_state(spec: FeedSpec, state: HeldState, source: str, max_event: dict, counts: dict, now_us: int, *,
+                token: str) -> HeldState:
     sources, event_w = state.sources, state.event_w
     if spec.waterline.mode == "event":
         sources = advance_sources(sources, max_event, now_us)
         event_w = event_waterline(spec, sources, state.event_w, now_us)
     new = state.evolve(op="ingest", partition=f"stream-{source}", versions=0, min_tau=V.nothing(spec)["min_tau"],
-                       fingerprint=None, sources=sources, event_w=event_w, n=state.n + 1, token=new_token())
+                       fingerprint=None, sources=sources, event_w=event_w, n=state.n + 1, token=token)
     if counts["total"]:
         new = new.evolve(seq=state.seq + 1, versions=counts["total"], min_tau=counts["min_tau"])
     return new
