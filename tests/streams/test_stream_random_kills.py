@@ -67,11 +67,14 @@ def _run(spec: Path, kill) -> int:
 def _kill(rng: random.Random, run: int, pending: int):
     """The kill of run ``run``: the first between a batch's files and its commit, then
     boundaries and delays. A boundary's pass is one a run with ``pending`` batches to apply
-    reaches (a release's: when a tier is due, which every batch here makes it)."""
+    reaches (a drain releases once, after its last batch, when a tier is due: always here)."""
     if run == 0:
         return "at", f"{faults.INGEST_BEFORE_COMMIT}@{rng.randint(1, min(2, pending))}"
     if rng.random() < 0.6:
-        return "at", f"{rng.choice(POINTS)}@{rng.randint(1, min(3, pending))}"
+        point = rng.choice(POINTS)
+        if point in (faults.RELEASE_BEFORE_MERGE, faults.RELEASE_BETWEEN_TIERS):
+            return "at", point  # a drain releases once, after its last batch
+        return "at", f"{point}@{rng.randint(1, min(3, pending))}"
     return "after", round(rng.uniform(4.0, 30.0), 1)
 
 

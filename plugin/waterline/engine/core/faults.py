@@ -21,7 +21,7 @@ RELEASE_BEFORE_MERGE = "release:before-merge"  # the first tier's commit (staged
 RELEASE_BETWEEN_TIERS = "release:between-tiers"  # first tier committed, the others not
 STAGED_BEFORE_COMMIT = "staged:before-commit"  # a pre-staged release's files written, nothing committed
 STREAM_BATCH_START = "stream:batch-start"  # a micro-batch handed to waterline, nothing read yet
-STREAM_BATCH_END = "stream:batch-end"  # a micro-batch committed (and released), Spark's checkpoint not yet
+STREAM_BATCH_END = "stream:batch-end"  # a micro-batch committed (released, running long), Spark's checkpoint not yet
 
 POINTS = (INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS,
           STAGED_BEFORE_COMMIT, STREAM_BATCH_START, STREAM_BATCH_END)

@@ -3,12 +3,14 @@
 One streaming query per source, its checkpoint in the warehouse
 (``<warehouse>/<feed>/_wl_stream/<source>/``, so a run on another machine resumes where
 this one stopped), each micro-batch appended by `stream_ingest.ingest_batch` as one held
-commit carrying (``waterline.stream.<source>``, batch id). After a batch whose versions are
-due at once under some tier (a real-time tier), the tiers are released in the same run, so
-produce -> readable needs no second process.
+commit carrying (``waterline.stream.<source>``, batch id). Tiers with rows due now (a
+real-time tier) are released in the same run, so produce -> readable needs no second
+process: after each batch that made rows due in a long-running stream, once after the
+last batch in a drain.
 
 ``once``: ``Trigger.AvailableNow``, drain what the topics hold now and return (a Dagster
-materialization, an Airflow task, a test). Otherwise a processing-time trigger until
+materialization, an Airflow task, a test); the release at the end also publishes what a
+killed run committed but never released. Otherwise a processing-time trigger until
 ``stop`` is set (the CLI sets it on SIGTERM/SIGINT); the queries then stop after their
 current batch.
 """
@@ -128,7 +130,9 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
 
     queries = {}
     for source in spec.sources:
-        sink = BatchSink(spec, source, clock, release_due=not remote)
+        # a drain releases once, after its last batch (below): a release per batch would cost
+        # seconds each while later batches wait, for tiers the next batch changes again
+        sink = BatchSink(spec, source, clock, release_due=not (remote or once))
         writer = (read_stream(spark, spec, source).writeStream.foreachBatch(sink if remote else each(sink))
                   .option("checkpointLocation", checkpoint_path(spec, source))
                   .queryName(f"waterline_{spec.feed}_{source}"))
@@ -155,6 +159,8 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
                 query.stop()
     if follow is not None:
         follow.catch_up()
+    elif once and _any_tier_due(spec, clock):
+        result.releases.append(release(spark, spec, clock=clock))
     for source, query in queries.items():
         progress = query.lastProgress
         if progress and progress.get("sources"):
@@ -181,7 +187,7 @@ class _RemoteFollower:
             self.result.batches.append(batch)
             if self.on_batch is not None:
                 self.on_batch(batch)
-        if any(tier.due for tier in read_feed_status(self.spec, clock=self.clock).tiers.values()):
+        if _any_tier_due(self.spec, self.clock):
             self.result.releases.append(release(self.spark, self.spec, clock=self.clock))
 
 
@@ -194,8 +200,13 @@ def _due_now(spec: FeedSpec, batch: StreamBatchResult, clock: Clock) -> bool:
     """Whether to release after ``batch``: it appended rows due now, or it was a replay (of a
     batch whose run died before its release) and some tier is due (read from the log, no JVM)."""
     if batch.skipped:
-        return any(tier.due for tier in read_feed_status(spec, clock=clock).tiers.values())
+        return _any_tier_due(spec, clock)
     return batch.next_due_us is not None and batch.next_due_us <= clock.now_us()
+
+
+def _any_tier_due(spec: FeedSpec, clock: Clock) -> bool:
+    """Whether some tier has rows due now (read from the logs, no Spark job)."""
+    return any(tier.due for tier in read_feed_status(spec, clock=clock).tiers.values())
 
 
 def _await(query, failures: list[BaseException], spec: FeedSpec, source: str) -> None:
