@@ -64,6 +64,7 @@ bench: setup
 	$(BIN)/python -m bench.s3
 	$(BIN)/python -m bench.connect
 	$(BIN)/python -m bench.stream
+	$(BIN)/python -m bench.stream_latency
 
 # Release latency with dagster-daemon + the sensor: cold, pre-armed, warm (docs/benchmarks.md).
 bench-latency: setup
