@@ -16,7 +16,7 @@ KAFKA   := $(VENV)/share/waterline/kafka
 # Connect server) has them with the Delta jars.
 JAVA_SRC := $(wildcard jvm/src/dev/waterline/spark/*.java)
 
-.PHONY: setup test demo bench bench-latency bench-soak bench-sharing bench-audit dev airflow lock check-deps clean
+.PHONY: setup test demo demo-stream bench bench-latency bench-soak bench-sharing bench-audit dev airflow lock check-deps clean
 
 setup: $(STAMP)
 
@@ -58,6 +58,10 @@ test: setup
 
 demo: setup
 	$(BIN)/waterline demo
+
+# The stream demo: a local Kafka broker, ticks with corrections and cancels, the tiers following.
+demo-stream: setup
+	$(BIN)/waterline demo --stream
 
 bench: setup
 	$(BIN)/python -m bench

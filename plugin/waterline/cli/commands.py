@@ -215,12 +215,25 @@ def audit(spec: str, tier: str | None, from_: str | None, to: str | None, as_jso
 
 
 @cli.command()
-@click.option("--root", default=".waterline/demo", show_default=True, help="Folder for the demo's data and tables.")
-def demo(root: str) -> None:
-    """The whole story on local data: two feeds, ingests, releases stepped through time."""
+@click.option("--root", default=None, help="Folder for the demo's data and tables "
+              "[default: .waterline/demo, .waterline/stream-demo with --stream].")
+@click.option("--stream", "as_stream", is_flag=True,
+              help="The stream demo: ticks on a local Kafka broker, the tiers following them.")
+@click.option("--seconds", type=click.FloatRange(min=5), default=90, show_default=True,
+              help="With --stream: how long to produce ticks (wall clock).")
+@click.option("--speed", type=click.FloatRange(min=1), default=30, show_default=True,
+              help="With --stream: how many times faster than the wall clock the demo clock runs.")
+def demo(root: str | None, as_stream: bool, seconds: float, speed: float) -> None:
+    """The whole story on local data: two feeds, ingests, releases stepped through time
+    (with --stream: a tick stream with corrections and cancels, released as it arrives)."""
+    if as_stream:
+        from waterline.cli.stream_demo import run_stream_demo
+
+        run_stream_demo(root or ".waterline/stream-demo", seconds=seconds, speed=speed, echo=click.echo)
+        return
     from waterline.cli.demo import run_demo  # import cost: pyarrow.dataset (~0.25 s) only the demo needs
 
-    run_demo(root, echo=click.echo)
+    run_demo(root or ".waterline/demo", echo=click.echo)
 
 
 cli.add_command(spark_group)
