@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tests.faults.fixtures"]  # the fault proxy, for tests/faults and tests/streams
+
 
 @pytest.fixture(scope="session")
 def spark():

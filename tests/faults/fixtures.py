@@ -1,5 +1,9 @@
 """Fixtures of the fault tests: a fault-injecting proxy in front of the session's s3proxy.
 
+A plugin the root conftest loads (``pytest_plugins``), not a conftest of this folder:
+tests elsewhere (the stream drain through faults) use the same session-scoped proxy, and
+importing the fixtures into their module would start a second proxy in the same process.
+
 Tests write to the bucket ``faults`` through the proxy: boto3 and deltalake because
 the process's AWS endpoint points at it while a test runs, Spark's S3A through a
 per-bucket endpoint (``fs.s3a.bucket.faults.endpoint``), so every client waterline
