@@ -7,6 +7,7 @@ naming the temporary home, a DAG folder holding one DAG file built by
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -124,6 +125,16 @@ class AirflowHome:
         with closing(sqlite3.connect(self.home / "airflow.db", timeout=60)) as db:
             return db.execute("SELECT try_number, state FROM task_instance WHERE dag_id = ? ORDER BY rowid",
                               (dag_id,)).fetchall()
+
+    def asset_events(self) -> dict[str, list[dict]]:
+        """Every asset event's extra, per asset name, oldest first, read from the SQLite database."""
+        with closing(sqlite3.connect(self.home / "airflow.db", timeout=60)) as db:
+            rows = db.execute("SELECT a.name, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                              "ORDER BY e.id").fetchall()
+        by_asset: dict[str, list[dict]] = {}
+        for name, extra in rows:
+            by_asset.setdefault(name, []).append(json.loads(extra))
+        return by_asset
 
     def migrate(self) -> None:
         self.cli("db", "migrate", timeout=300)

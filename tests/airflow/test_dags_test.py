@@ -8,9 +8,7 @@ at once although its task has retries.
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 import subprocess
 import time
 
@@ -117,13 +115,7 @@ def test_dags_test_ingests_then_a_deferred_release_fires_at_the_due_moment(tmp_p
     print(f"first ingest {ingest_seconds:.1f} s; row committed {lag:.3f} s after its due moment")
 
     # Each run emitted asset events: the held table's with its partitions, one per tier with W_T.
-    with sqlite3.connect(airflow.home / "airflow.db") as db:
-        events = db.execute(
-            "SELECT a.name, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id ORDER BY e.id"
-        ).fetchall()
-    by_asset: dict[str, list[dict]] = {}
-    for name, extra in events:
-        by_asset.setdefault(name, []).append(json.loads(extra))
+    by_asset = airflow.asset_events()
     assert [e["partitions"] for e in by_asset["f/held"]] == [[PARTITION], [LAST_PARTITION]]
     assert [e["w_us"] for e in by_asset["f/emb"]] == [w_first["emb"], w_second["emb"]]
     assert [e["released"] for e in by_asset["f/emb"]] == [1, 1]

@@ -64,22 +64,30 @@ class Scenario:
         from waterline.engine.delta.table_log import TableLog
 
         for path in (self.spec.held_path, *map(self.spec.tier_path, self.spec.tiers)):
-            _every_snapshot_names_existing_files(path)
-            states = [s for _, s in TableLog.open(path).waterline_states() if s.get("op") in ("release", "ingest")]
-            # One commit number, one token: the Spark path's MERGE and the property commit after it
-            # carry the same state; a step applied twice would carry its number with two tokens.
-            by_number: dict = {}
-            for state in states:
-                by_number.setdefault(state.get("n"), set()).add(state.get("token"))
-            assert all(len(t) == 1 for t in by_number.values()), f"{path}: a commit applied twice: {by_number}"
-            numbers = [s.get("n") for s in states]
-            assert numbers == sorted(numbers), f"{path}: commit numbers went back: {numbers}"
+            assert_log_sound(path)
         for tier in self.spec.tiers:
             state = TableLog.open(self.spec.tier_path(tier)).tier_state()
             got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"])
                    for k, r in read_tier(None, self.spec, tier).items()}
             assert got == expected_tier(self.model, tier, state.w, state.seq), \
                 f"tier {tier} differs from the semantics at (W_T, seq) = ({state.w}, {state.seq})"
+
+
+def assert_log_sound(path: str) -> None:
+    """What faults must not break in a table waterline commits to: every file its commits
+    name exists, and no waterline commit was applied twice (commit numbers rising)."""
+    from waterline.engine.delta.table_log import TableLog
+
+    _every_snapshot_names_existing_files(path)
+    states = [s for _, s in TableLog.open(path).waterline_states() if s.get("op") in ("release", "ingest")]
+    # One commit number, one token: the Spark path's MERGE and the property commit after it
+    # carry the same state; a step applied twice would carry its number with two tokens.
+    by_number: dict = {}
+    for state in states:
+        by_number.setdefault(state.get("n"), set()).add(state.get("token"))
+    assert all(len(t) == 1 for t in by_number.values()), f"{path}: a commit applied twice: {by_number}"
+    numbers = [s.get("n") for s in states]
+    assert numbers == sorted(numbers), f"{path}: commit numbers went back: {numbers}"
 
 
 def _every_snapshot_names_existing_files(path: str) -> None:

@@ -6,10 +6,6 @@ what was produced since (a revision and a tombstone among it)."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from contextlib import closing
-
 import pytest
 
 from tests.airflow.home import AirflowHome
@@ -21,13 +17,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.e2e]
 
 def _tier(spec, spark, tier: str) -> dict[str, float]:
     return {r["id"]: r["px"] for r in load(spec, spark=spark).read(tier, columns=["id", "px"]).to_pylist()}
-
-
-def _held_events(airflow: AirflowHome) -> list[dict]:
-    with closing(sqlite3.connect(airflow.home / "airflow.db", timeout=60)) as db:
-        rows = db.execute("SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                          "WHERE a.name = 'quotes/held' ORDER BY e.id").fetchall()
-    return [json.loads(extra) for (extra,) in rows]
 
 
 def test_the_ingest_dag_of_a_stream_feed_drains_the_topic_and_the_next_run_resumes(kafka, spark, tmp_path):
@@ -59,7 +48,7 @@ def test_the_ingest_dag_of_a_stream_feed_drains_the_topic_and_the_next_run_resum
     for tier in ("realtime", "delayed_15m"):
         assert _tier(spec, spark, tier) == {"b": 2.5, "c": 3.0}, tier
 
-    events = _held_events(airflow)
+    events = airflow.asset_events()["quotes/held"]
     assert [e["offsets"] for e in events] == [{"source": {topic: {"0": 2, "1": 1}}},
                                               {"source": {topic: {"0": 3, "1": 3}}}]
     assert [e["versions_written"] for e in events] == [2, 3]
