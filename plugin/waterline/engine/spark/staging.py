@@ -144,10 +144,12 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         .cache()
     )
     try:
-        counts: dict[tuple[str | None, str], int] = {
-            (r[_ACTION], r[REASON]): r["n"]
-            for r in changes.groupBy(_ACTION, REASON).agg(F.count(F.lit(1)).alias("n")).collect()
-        }
+        # one job counts the changes and names the tier files they rewrite
+        rewrites = F.col(_ACTION).isin("update", "delete")
+        found = changes.groupBy(_ACTION, REASON).agg(
+            F.count(F.lit(1)).alias("n"), F.collect_set(F.when(rewrites, F.col(_FILE))).alias("files")).collect()
+        counts: dict[tuple[str | None, str], int] = {(r[_ACTION], r[REASON]): r["n"] for r in found}
+        touched = sorted(set().union(*(r["files"] for r in found)))
         by_action = {a: sum(n for (x, _), n in counts.items() if x == a) for a in ("insert", "update", "delete")}
         reasons: dict[str, int] = {}
         for (_, reason), n in counts.items():
@@ -158,7 +160,7 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         )
         if not any(by_action.values()):
             return staged
-        files = _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, tier_log)
+        files = _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, tier_log, touched)
         return replace(staged, files=files)
     finally:
         changes.unpersist()
@@ -209,12 +211,13 @@ def _adds(spec: FeedSpec, tier: str, token: str) -> list[AddFile]:
 
 
 def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
-                 keys: list[str], columns: list[str], by_action: dict[str, int], tier_log: TableLog) -> FileActions:
-    """Write the tier's new data files (and change-data files) under the stage folder; their actions."""
+                 keys: list[str], columns: list[str], by_action: dict[str, int], tier_log: TableLog,
+                 touched: list[str]) -> FileActions:
+    """Write the tier's new data files (and change-data files) under the stage folder; their
+    actions. ``touched``: the tier files holding a row that is updated or deleted (rewritten)."""
     new_values = [F.col(f"n_{c}").alias(c) for c in columns]
     old_values = [F.col(f"o_{c}").alias(c) for c in columns]
     rewritten = changes.filter(F.col(_ACTION).isin("update", "delete"))
-    touched = sorted(r[_FILE] for r in rewritten.select(_FILE).distinct().collect())
     kept = (
         old.filter(F.col(_FILE).isin(touched))
         .join(rewritten.select(*[F.col(f"o_{k}").alias(k) for k in keys]), on=keys, how="left_anti")
