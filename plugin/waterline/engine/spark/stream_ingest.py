@@ -42,7 +42,7 @@ from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
-from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output, drop_view
+from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
 from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
 from waterline.errors import SpecError, WaterlineError
@@ -94,11 +94,11 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
         return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
     state = held_log.held_state(spec.feed)
     now = clock.now_us()
-    output, unparsed, view = batch_output(spec, source, records)
+    frames = batch_output(spec, source, records)
     try:
-        return _write_batch(spark, spec, source, batch_id, output, unparsed, held_log, state, now, lease)
+        return _write_batch(spark, spec, source, batch_id, frames.output, frames.unparsed, held_log, state, now, lease)
     finally:
-        drop_view(records.sparkSession, view)
+        frames.close()
 
 
 def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, output: DataFrame,
@@ -106,7 +106,7 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
                  lease: Lease) -> StreamBatchResult:
     app = stream_app(source)
     batch = _prepare(spark, spec, output, held_log, state)
-    cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     try:
         rows, stats = _checked(spec, cached, source)
         quarantined = stats["quarantined"] + _quarantine(spec, source, batch_id, rows, unparsed, now,
@@ -311,22 +311,17 @@ def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame, unp
     out = rows.filter(F.col(REASON).isNotNull()).select(
         where, F.col(REASON).alias("_wl_reason"), F.to_json(F.struct(*[F.col(c) for c in payload])).alias("_wl_row"), at)
     bad = 0
-    if unparsed is not None:
-        unparsed = unparsed.persist(StorageLevel.MEMORY_AND_DISK)
+    if unparsed is not None:  # a filter of the kept, decoded batch (`stream_source.decoded`)
         bad = unparsed.count()
         if bad:
             out = out.unionByName(unparsed.select(F.lit(f"stream-{source}").alias(C.PARTITION),
                                                   F.col(UNPARSED_REASON).alias("_wl_reason"),
                                                   F.col(UNPARSED_ROW).alias("_wl_row"), at))
-    try:
-        if not invalid and not bad:
-            return bad
-        (out.write.format("delta").mode("append").partitionBy(C.PARTITION)
-         .option("txnAppId", f"{stream_app(source)}.quarantine").option("txnVersion", str(batch_id))
-         .save(spec.quarantine_path))
-    finally:
-        if unparsed is not None:
-            unparsed.unpersist()
+    if not invalid and not bad:
+        return bad
+    (out.write.format("delta").mode("append").partitionBy(C.PARTITION)
+     .option("txnAppId", f"{stream_app(source)}.quarantine").option("txnVersion", str(batch_id))
+     .save(spec.quarantine_path))
     return bad
 
 

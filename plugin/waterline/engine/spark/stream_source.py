@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from dataclasses import dataclass
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
@@ -34,6 +36,8 @@ UNPARSED_REASON = "_wl_reason"
 UNPARSED_ROW = "_wl_row"
 #: An Avro record's value as it came (bytes), for the quarantine, while ``value`` is decoded.
 _RAW = "_wl_raw_value"
+#: Whether a record's value did not decode (a column of the kept batch only).
+_BAD = "_wl_unparsed"
 
 
 def credential_options(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -69,13 +73,30 @@ def read_once(spark: SparkSession, spec: FeedSpec, name: str, *, ending: str = "
             .option("endingOffsets", ending).load())
 
 
-def decoded(records: DataFrame, source: SourceSpec) -> tuple[DataFrame, DataFrame | None]:
-    """(the view ``source``: the records with ``value`` decoded, the unparseable records as
-    quarantine rows or None). A tombstone's value stays NULL."""
+@dataclass(frozen=True)
+class Decoded:
+    """A micro-batch with ``value`` decoded, kept (persisted) once for both of its readers."""
+
+    view: DataFrame  # the view ``source``: the records that decoded (a tombstone's value stays NULL)
+    unparsed: DataFrame | None  # the records that did not, as quarantine rows (None: no value format)
+    kept: DataFrame | None  # what is persisted; `release` frees it
+
+    def release(self) -> None:
+        if self.kept is not None:
+            self.kept.unpersist()
+
+
+def decoded(records: DataFrame, source: SourceSpec) -> Decoded:
+    """The records with ``value`` decoded and the unparseable ones set aside.
+
+    The decoded records are persisted: Spark's optimizer inlines the parse into every
+    expression that reads a field of it (a filter, each field, the corrupt-record check),
+    so two readers of an unkept frame parsed each value about six times and read Kafka
+    twice; kept, each value is read and parsed once."""
     kafka = source.kafka
     assert kafka is not None
     if kafka.value_format is None:
-        return records, None
+        return Decoded(records, None, None)
     if kafka.value_format == "avro":
         parse, text = _avro_value(kafka.value_schema, kafka.value_wire), F.base64(F.col(_RAW))
         records = records.withColumn(_RAW, F.col("value"))
@@ -87,15 +108,16 @@ def decoded(records: DataFrame, source: SourceSpec) -> tuple[DataFrame, DataFram
         parse = F.from_json(text, schema, options) if kafka.value_format == "json" else F.from_csv(text, schema, options)
         bad = F.col("value").isNotNull() & F.col(f"value.{CORRUPT}").isNotNull()
     parsed = records.withColumn("value", F.when(F.col("value").isNull(), F.lit(None)).otherwise(parse))
-    unparsed = parsed.filter(bad).select(
+    kept = parsed.withColumn(_BAD, bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    unparsed = kept.filter(F.col(_BAD)).select(
         F.concat(F.lit(f"could not be parsed as {kafka.value_format} (topic "), F.col("topic"), F.lit(", partition "),
                  F.col("partition").cast("string"), F.lit(", offset "), F.col("offset").cast("string"),
                  F.lit(")")).alias(UNPARSED_REASON),
         text.alias(UNPARSED_ROW))
-    view = parsed.filter(~bad)
+    view = kept.filter(~F.col(_BAD)).drop(_BAD)
     if kafka.value_format == "avro":
-        return view.drop(_RAW), unparsed
-    return view.withColumn("value", F.col("value").dropFields(CORRUPT)), unparsed
+        return Decoded(view.drop(_RAW), unparsed, kept)
+    return Decoded(view.withColumn("value", F.col("value").dropFields(CORRUPT)), unparsed, kept)
 
 
 def _avro_value(schema: str, wire: str) -> Column:
@@ -122,25 +144,38 @@ def _not_a_datum(schema: str) -> Column:
     return missing | F.col("value")[required[0]].isNull() if required else missing
 
 
-def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> tuple[DataFrame, DataFrame | None, str]:
-    """One micro-batch of source ``name`` through the transform: (the output rows, each with its
-    record columns and removal mark; the unparseable records; the batch's view, for
-    `drop_view` once the batch is written)."""
-    view, unparsed = decoded(records, spec.sources[name])
+@dataclass(frozen=True)
+class BatchFrames:
+    """One micro-batch through the transform; `close` once its rows are written."""
+
+    output: DataFrame  # the output rows, each with its record columns and removal mark
+    unparsed: DataFrame | None  # the records that did not decode, as quarantine rows
+    view: str  # the batch's view of the records (the transform's ``source``)
+    decoded: Decoded
+
+    def close(self) -> None:
+        drop_view(self.output.sparkSession, self.view)
+        self.decoded.release()
+
+
+def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> BatchFrames:
+    """One micro-batch of source ``name`` through the transform."""
+    decoded_batch = decoded(records, spec.sources[name])
     # The view lives in the batch's own session (a foreachBatch frame comes with a clone of
     # the query's session, whose temporary views the caller's cannot see) under a name of
     # this batch alone: over Spark Connect that session is shared by every query of the
     # client, and the lazily resolved plan of a view named ``source`` read another run's batch.
     session = records.sparkSession
     unique = f"_wl_{name}_{uuid.uuid4().hex[:12]}"
-    view.createOrReplaceTempView(unique)
+    decoded_batch.view.createOrReplaceTempView(unique)
     if spec.transform:
         register_functions(session, spec.transform)
     try:
         sql = record_select(spec.transform, spec.remove_when, views={"source": unique, name: unique})
-        return session.sql(sql), unparsed, unique
+        return BatchFrames(session.sql(sql), decoded_batch.unparsed, unique, decoded_batch)
     except Exception as exc:  # Spark's analysis errors span many lines; keep the first
         drop_view(session, unique)
+        decoded_batch.release()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WaterlineError(f"feed {spec.feed}: source {name}: transform: {first}{hint(exc)}") from exc
 
