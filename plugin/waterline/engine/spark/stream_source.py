@@ -149,9 +149,13 @@ class BatchFrames:
     """One micro-batch through the transform; `close` once its rows are written."""
 
     output: DataFrame  # the output rows, each with its record columns and removal mark
-    unparsed: DataFrame | None  # the records that did not decode, as quarantine rows
     view: str  # the batch's view of the records (the transform's ``source``)
     decoded: Decoded
+
+    @property
+    def unparsed(self) -> DataFrame | None:
+        """The records that did not decode, as quarantine rows."""
+        return self.decoded.unparsed
 
     def close(self) -> None:
         drop_view(self.output.sparkSession, self.view)
@@ -172,7 +176,7 @@ def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> BatchFrames:
         register_functions(session, spec.transform)
     try:
         sql = record_select(spec.transform, spec.remove_when, views={"source": unique, name: unique})
-        return BatchFrames(session.sql(sql), decoded_batch.unparsed, unique, decoded_batch)
+        return BatchFrames(session.sql(sql), unique, decoded_batch)
     except Exception as exc:  # Spark's analysis errors span many lines; keep the first
         drop_view(session, unique)
         decoded_batch.release()
