@@ -114,7 +114,7 @@ _TABLE_LOG = "waterline.engine.delta.table_log:TableLog"  # the JVM-free Delta l
 RELEASE_PHASES = Phases(
     {
         "waterline.engine.spark.release": [
-            "target_waterline", "read_delta", "plan_step", "candidate_partitions", "tier_outlook",
+            "target_waterline", "read_delta", "plan_step", "candidate_scope", "tier_outlook",
             "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state", "stage", "commit_staged",
         ],
         # the one-commit path: files staged with Spark, then the commit without it

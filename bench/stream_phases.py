@@ -12,7 +12,7 @@ quarantine (`_quarantine`), versions written (`_write`: collapse, diff against h
 files), commit (`_commit`); release = stage (`stage`: the tiers' outlook and each tier's
 changes and files) + commit (`commit_staged`).
 
-Usage: python -m bench.stream_phases [--drain 300000 | --rate 5000 --seconds 120]
+Usage: python -m bench.stream_phases [--drain 300000 | --rate 5000 --seconds 120] [--detail]
 """
 
 from __future__ import annotations
@@ -45,25 +45,57 @@ PHASES = [
     ("waterline.engine.spark.release", "commit_staged"),
 ]
 
+#: With ``--detail``: where inside those phases (Spark runs lazily, so its work shows under
+#: the call that triggers it: a write, a collect, a footer read).
+DETAIL = [
+    ("waterline.engine.spark.stream_ingest", "batch_output"),
+    ("waterline.engine.spark.stream_ingest", "_prepare"),
+    ("waterline.engine.spark.stream_ingest", "compile_tiers"),
+    ("waterline.engine.spark.stream_ingest", "table_schema"),
+    ("waterline.engine.spark.held_append", "write_parquet"),
+    ("waterline.engine.spark.held_append", "written_files"),
+    ("waterline.engine.spark.versions", "observed_counts"),
+    ("waterline.engine.spark.staging", "_read"),
+    ("waterline.engine.spark.staging", "plan_step"),
+    ("waterline.engine.spark.staging", "_stage_inserts"),
+    ("waterline.engine.spark.staging", "_write_files"),
+    ("waterline.engine.spark.staging", "write_parquet"),
+    ("waterline.engine.spark.staging", "written_files"),
+    ("waterline.engine.spark.staging", "_removes"),
+    ("waterline.engine.spark.stream", "_due_now"),
+    ("waterline.engine.delta.table_log", "TableLog.open"),
+]
 
-def timed_phases() -> dict[str, list[float]]:
+
+def _label(module_name: str, name: str, phases: list[tuple[str, str]]) -> str:
+    """The phase's row name: the function's, with its module's when another phase shares it."""
+    short = name.rsplit(".", 1)[-1]
+    shared = sum(1 for _, other in phases if other.rsplit(".", 1)[-1] == short) > 1
+    return f"{module_name.rsplit('.', 1)[-1]}.{short}" if shared else short
+
+
+def timed_phases(phases: list[tuple[str, str]]) -> dict[str, list[float]]:
     """Wrap each phase with a timer; the seconds of every call, by phase."""
     import importlib
 
     times: dict[str, list[float]] = {}
-    for module_name, name in PHASES:
-        module = importlib.import_module(module_name)
-        original = getattr(module, name)
+    for module_name, name in phases:
+        label = _label(module_name, name, phases)
+        owner = importlib.import_module(module_name)
+        if "." in name:  # a classmethod: wrap the bound function, set it back as a staticmethod
+            cls_name, name = name.split(".")
+            owner = getattr(owner, cls_name)
+        original = getattr(owner, name)
 
         @functools.wraps(original)
-        def timer(*args, _original=original, _name=name, **kwargs):
+        def timer(*args, _original=original, _name=label, **kwargs):
             start = time.perf_counter()
             try:
                 return _original(*args, **kwargs)
             finally:
                 times.setdefault(_name, []).append(time.perf_counter() - start)
 
-        setattr(module, name, timer)
+        setattr(owner, name, staticmethod(timer) if isinstance(owner, type) else timer)
     return times
 
 
@@ -134,15 +166,16 @@ def continuous(rate: int, seconds: float, root: Path, times: dict[str, list[floa
         kafka_broker.stop(root / "kafka")
 
 
-def report(result: dict, times: dict[str, list[float]]) -> str:
+def report(result: dict, times: dict[str, list[float]], phases: list[tuple[str, str]]) -> str:
     lines = [f"stream phases: {result['mode']}, {result['batches']} batches timed"
              + (f" (~{result['records_per_batch']:,} records each)" if "records_per_batch" in result else "")
              + (f", {result['total_s']:.2f} s in all" if "total_s" in result else "") + f", load {loadavg()}",
-             f"  {'phase':16} {'calls':>5} {'mean s':>7} {'max s':>7}"]
-    for _, name in PHASES:
+             f"  {'phase':26} {'calls':>5} {'mean s':>7} {'max s':>7}"]
+    for module_name, name in phases:
+        name = _label(module_name, name, phases)
         values = times.get(name)
         if values:
-            lines.append(f"  {name:16} {len(values):>5} {sum(values) / len(values):>7.2f} {max(values):>7.2f}")
+            lines.append(f"  {name:26} {len(values):>5} {sum(values) / len(values):>7.2f} {max(values):>7.2f}")
     return "\n".join(lines)
 
 
@@ -151,14 +184,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain", type=int, help="records drained in one batch (default: a continuous run)")
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--detail", action="store_true", help="also time the calls inside the phases")
     args = parser.parse_args(argv)
-    times = timed_phases()
+    phases = PHASES + (DETAIL if args.detail else [])
+    times = timed_phases(phases)
     with tempfile.TemporaryDirectory(prefix="wl-bench-phases-") as root:
         if args.drain:
             result = drain(args.drain, Path(root), times)
         else:
             result = continuous(args.rate, args.seconds, Path(root), times)
-    print(report(result, times))
+    print(report(result, times, phases))
     return 0
 
 

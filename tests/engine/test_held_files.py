@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waterline.engine.core.held_stats import HeldFile, candidate_partitions, outlook
+from waterline.engine.core.held_stats import HeldFile, candidate_scope, outlook
 from waterline.semantics import NEG_INF, POS_INF, takeover
 
 T = "t"
@@ -85,15 +85,35 @@ def test_outlook_from_statistics_is_exact(fs, w, seq):
 
 @settings(max_examples=300, deadline=None)
 @given(fs=files_strategy, low=st.integers(0, 40), dw=st.integers(0, 20), s0=st.integers(0, 6))
-def test_candidate_partitions_cover_every_candidate(fs, low, dw, s0):
+def test_candidate_scope_covers_every_candidate_and_its_governing_version(fs, low, dw, s0):
     w = low + dw
     files = _files([rows for rows, _ in fs], [drop for _, drop in fs])
-    got = set(candidate_partitions(files, T, low=low, s0=s0, w=w))
-    for partition, s, v, removed in (r for rows, _ in fs for r in rows):
+    scope = candidate_scope(files, T, low=low, s0=s0, w=w)
+    rows = [r for rows, _ in fs for r in rows]
+    for partition, s, v, removed in rows:
         tau = takeover(v, removed=removed)
         crossed = any(low < b <= w for iv in v for b in iv)
         if tau <= w and (s > s0 or crossed):
-            assert partition in got
+            assert partition in scope.partitions
+            assert scope.seq_floor is None or s >= scope.seq_floor
+            # the governing version of the candidate's partition (rows stand for one key per
+            # partition here): the due one with the greatest seq, never below the floor
+            governing = max(q for p, q, v2, r2 in rows if p == partition and takeover(v2, removed=r2) <= w)
+            assert scope.seq_floor is None or governing >= scope.seq_floor
+
+
+def test_candidate_scope_floor_skips_the_history_of_a_tier_released_every_batch():
+    def f(seq, tau, last):
+        return HeldFile(partition="d", records=10, seq_min=seq, seq_max=seq,
+                        tau_min={T: tau}, tau_max={T: tau}, last_max={T: last})
+
+    # a real-time tier (due at once, no boundary after its start): seqs 1..5 released at s0=5
+    files = [f(s, NEG_INF, NEG_INF) for s in range(1, 7)]
+    assert candidate_scope(files, T, low=100, s0=5, w=200).seq_floor == 6
+    missing = [*files, HeldFile(partition="d", records=1, seq_min=None, seq_max=None,
+                                tau_min={T: NEG_INF}, tau_max={T: NEG_INF}, last_max={T: NEG_INF})]
+    assert candidate_scope(missing, T, low=100, s0=5, w=200).seq_floor is None
+    assert candidate_scope(files, T, low=100, s0=6, w=200) == candidate_scope([], T, low=100, s0=6, w=200)
 
 
 def test_single_ingest_partitions_need_every_file_from_one_seq():

@@ -4,7 +4,8 @@ Every held file carries min/max statistics of `_wl_seq`, `_wl_tau__T` and
 `_wl_last__T` in the Delta log. From those alone a release can tell, per tier
 moving from (low, s0) to (w, seq):
 
-* which partitions may hold candidates at all (`candidate_partitions`);
+* which partitions may hold candidates at all, and the least seq a candidate can have
+  (`candidate_scope`);
 * for most files, what they add to the tier's outlook (versions still pending
   and the next instant something changes): a file whose every version takes
   over after W contributes all its rows as pending and its min(tau) as the next
@@ -55,18 +56,38 @@ def _gt(value: int | None, bound: int) -> bool:
     return value is not None and value > bound
 
 
-def candidate_partitions(files: Sequence[HeldFile], tier: str, *, low: int, s0: int, w: int) -> list[str]:
-    """Partitions that may hold a version due by `w` and either new since `s0` or with a
-    boundary in (low, w]: a superset of the exact candidates, which the release computes."""
-    out = set()
-    for f in files:
-        if _gt(f.tau_min[tier], w):
-            continue  # nothing in the file is due yet
-        new = not _le(f.seq_max, s0)
-        crosses = not _le(f.last_max[tier], low)
-        if new or crosses:
-            out.add(f.partition)
-    return sorted(out)
+@dataclass(frozen=True)
+class CandidateScope:
+    """Where a tier step's candidates can be, from statistics alone.
+
+    ``partitions``: those that may hold a candidate. ``seq_floor``: no candidate's ingest
+    sequence is below it (None: a statistic is missing, nothing is known). A candidate is
+    due at W, so its key's governing version (the due version with the greatest seq) has a
+    seq at or above the candidate's: versions below the floor can neither make a key a
+    candidate nor govern one, and a release need not read them (their files are skipped
+    by their seq statistics). A stream's tier that releases every batch reads the batch's
+    files, not the feed's history.
+    """
+
+    partitions: tuple[str, ...]
+    seq_floor: int | None
+
+
+def _may_hold_candidates(f: HeldFile, tier: str, *, low: int, s0: int, w: int) -> bool:
+    if _gt(f.tau_min[tier], w):
+        return False  # nothing in the file is due yet
+    new = not _le(f.seq_max, s0)
+    crosses = not _le(f.last_max[tier], low)
+    return new or crosses
+
+
+def candidate_scope(files: Sequence[HeldFile], tier: str, *, low: int, s0: int, w: int) -> CandidateScope:
+    """The partitions and least seq of the versions due by `w` and either new since `s0` or
+    with a boundary in (low, w]: a superset of the exact candidates, which the release computes."""
+    holding = [f for f in files if _may_hold_candidates(f, tier, low=low, s0=s0, w=w)]
+    floors = [f.seq_min for f in holding]
+    floor = None if not floors or None in floors else min(floors)
+    return CandidateScope(partitions=tuple(sorted({f.partition for f in holding})), seq_floor=floor)
 
 
 def outlook(files: Sequence[HeldFile], tier: str, *, w: int, seq: int) -> Outlook:

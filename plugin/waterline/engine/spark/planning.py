@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
-from waterline.engine.core.held_stats import HeldFile, outlook
+from waterline.engine.core.held_stats import CandidateScope, HeldFile, outlook
 from waterline.engine.core.results import TierRelease
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
@@ -86,8 +86,8 @@ def plan_step(spec: FeedSpec, tier: str, held: DataFrame, target: int, seq: int,
     return TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.n + 1, reconcile=reconcile)
 
 
-def desired_rows(held: DataFrame, step: TierStep, keys: list[str], payload: list[str], partitions: list[str],
-             single: set[str]) -> DataFrame:
+def desired_rows(held: DataFrame, step: TierStep, keys: list[str], payload: list[str], scope: CandidateScope,
+                 single: set[str]) -> DataFrame:
     """The tier rows the candidates must have at W: DESIGN.md rule 3, per identity.
 
     One grouping over the due versions of the candidate partitions finds both
@@ -95,13 +95,16 @@ def desired_rows(held: DataFrame, step: TierStep, keys: list[str], payload: list
     version with the greatest seq); file statistics prune versions not yet due.
     In partitions written by a single ingest each identity has one version, so
     a due candidate version governs as it is, without the grouping's shuffle.
+    Versions below the scope's seq floor are not read (`CandidateScope`).
     """
     tier, w = step.tier, step.w
     carried = [F.col(c) for c in payload if c not in keys[1:]] + [F.col(C.SEQ), F.col(C.REMOVED)]
     carried.append(F.expr(stored_vis_sql(tier)).alias(C.vis(tier)))
     due = held.filter(F.col(C.tau(tier)) <= w)
-    grouped = [p for p in partitions if p not in single]
-    direct = [p for p in partitions if p in single]
+    if scope.seq_floor is not None:
+        due = due.filter(F.col(C.SEQ) >= scope.seq_floor)
+    grouped = [p for p in scope.partitions if p not in single]
+    direct = [p for p in scope.partitions if p in single]
     parts = []
     if grouped:
         parts.append(

@@ -22,7 +22,7 @@ from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core import faults
 from waterline.engine.core.event_time import target_waterline
-from waterline.engine.core.held_stats import candidate_partitions, single_ingest_partitions
+from waterline.engine.core.held_stats import CandidateScope, candidate_scope, single_ingest_partitions
 from waterline.engine.core.races import SkippedCommit, new_token, retry_lost_races
 from waterline.engine.core.results import ReleaseResult, TierRelease, combine_releases
 from waterline.engine.core.sqltext import delta_path, sql_string
@@ -101,10 +101,8 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
             single = single_ingest_partitions(files)
             for i, step in enumerate(steps):
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
-                partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.since, w=step.w)
-                results[step.tier] = _apply(
-                    spark, spec, step, held, partitions, single, *outlooks[step.tier], lease=lease
-                )
+                scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
+                results[step.tier] = _apply(spark, spec, step, held, scope, single, *outlooks[step.tier], lease=lease)
     results = {t: results[t] for t in spec.tiers if t in results}
     w = max([target] + [r.w_us for r in results.values() if not r.held])
     return ReleaseResult(feed=spec.feed, requested_us=as_of_us, w_us=w, seq=seq, tiers=results)
@@ -133,12 +131,12 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
         if isinstance(step, TierRelease):  # on hold, or nothing to do at w_us
             continue
         read_delta(spark, spec.tier_path(tier)).schema  # noqa: B018  (the tier's snapshot, for its MERGE)
-        partitions = candidate_partitions(files, tier, low=step.low, s0=step.since, w=step.w)
-        if partitions:
-            desired_rows(held, step, keys, payload, partitions, single).groupBy(REASON).count().collect()
+        scope = candidate_scope(files, tier, low=step.low, s0=step.since, w=step.w)
+        if scope.partitions:
+            desired_rows(held, step, keys, payload, scope, single).groupBy(REASON).count().collect()
 
 
-def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame, partitions: list[str],
+def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame, scope: CandidateScope,
            single: set[str], next_due: int | None, pending: int, *, lease: Lease) -> TierRelease:
     """Commit the tier's new rows and its new (W_T, seq) together, then the state as the
     table property too (it survives log cleanup; the MERGE's own state may not).
@@ -155,8 +153,9 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame,
     ensure_change_feed(spark, path)  # tiers created before they kept a change data feed
     before = TableLog.open(path).version
     lease.check()  # the last moment a lost lease can stop the commit
+    partitions = list(scope.partitions)
     if partitions:
-        desired = desired_rows(held, step, keys, payload, partitions, single).cache()
+        desired = desired_rows(held, step, keys, payload, scope, single).cache()
         try:
             reasons = {
                 r[REASON]: r["n"] for r in desired.groupBy(REASON).agg(F.count(F.lit(1)).alias("n")).collect()

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from waterline.clock import Clock
 from waterline.engine.core import columns as C
 from waterline.engine.core.event_time import target_waterline
-from waterline.engine.core.held_stats import candidate_partitions, single_ingest_partitions
+from waterline.engine.core.held_stats import CandidateScope, candidate_scope, single_ingest_partitions
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
@@ -94,8 +94,8 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
             next_due, pending = outlooks[step.tier]
             state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
                               next_due=next_due, pending=pending, n=step.n, token=token)
-            partitions = candidate_partitions(files, step.tier, low=step.low, s0=step.since, w=step.w)
-            staged_tiers.append(_stage_tier(spark, spec, step, state, held, partitions, single,
+            scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
+            staged_tiers.append(_stage_tier(spark, spec, step, state, held, scope, single,
                                             tier_logs[step.tier], token))
     return StagedRelease(
         feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
@@ -108,17 +108,18 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
 
 
 def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
-                partitions: list[str], single: set[str], tier_log: TableLog, token: str) -> StagedTier:
+                scope: CandidateScope, single: set[str], tier_log: TableLog, token: str) -> StagedTier:
     """One tier's files at ``step.w``: its rows that change, rewritten around the ones that do not."""
     staged = StagedTier(base=tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
         tier=step.tier, w_us=state.w, previous_w_us=step.w0, seq=state.seq, next_due_us=state.next_due))
+    partitions = list(scope.partitions)
     if not partitions:
         return staged
     keys = [C.PARTITION, *spec.key]
     payload = [c for c in held.columns if not C.is_system(c)]
     schema = table_schema(tier_log)
     columns = [f.name for f in schema.fields]
-    desired = desired_rows(held, step, keys, payload, partitions, single)
+    desired = desired_rows(held, step, keys, payload, scope, single)
     in_tier = sorted(tier_log.partitions().intersection(partitions))
     if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
         return _stage_inserts(spec, staged, desired, columns, token,
