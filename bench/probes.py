@@ -36,6 +36,8 @@ class Phases:
 
     def __init__(self, targets: dict[str, list[str]], context_managers: dict[str, list[str]] | None = None):
         self.totals: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, list[float]] = defaultdict(list)  # each call's seconds, by label
+        self.labels: list[str] = []  # in the order given
         self._patches = []
         self.missing: list[str] = []
         for target, names in targets.items():
@@ -43,7 +45,8 @@ class Phases:
             for name in names:
                 fn = _own_attr(owner, name)
                 if callable(fn):
-                    self._patches.append((owner, name, fn, self._wrap(f"{prefix}.{name}", fn)))
+                    self.labels.append(f"{prefix}.{name}")
+                    self._patches.append((owner, name, fn, self._wrap(self.labels[-1], fn)))
                 else:
                     self.missing.append(f"{target}.{name}")
         for target, names in (context_managers or {}).items():
@@ -51,7 +54,8 @@ class Phases:
             for name in names:
                 fn = _own_attr(owner, name)
                 if callable(fn):
-                    self._patches.append((owner, name, fn, self._wrap_cm(f"{prefix}.{name}(block)", fn)))
+                    self.labels.append(f"{prefix}.{name}(block)")
+                    self._patches.append((owner, name, fn, self._wrap_cm(self.labels[-1], fn)))
                 else:
                     self.missing.append(f"{target}.{name}")
         if self.missing:
@@ -64,7 +68,9 @@ class Phases:
             try:
                 return fn(*a, **k)
             finally:
-                self.totals[label] += time.perf_counter() - t0
+                seconds = time.perf_counter() - t0
+                self.totals[label] += seconds
+                self.calls[label].append(seconds)
 
         return wrapped
 
@@ -76,13 +82,15 @@ class Phases:
                 with fn(*a, **k) as v:
                     yield v
             finally:
-                self.totals[label] += time.perf_counter() - t0
+                seconds = time.perf_counter() - t0
+                self.totals[label] += seconds
+                self.calls[label].append(seconds)
 
         return wrapped
 
     @contextmanager
     def active(self) -> Iterator[dict[str, float]]:
-        self.totals = defaultdict(float)
+        self.totals, self.calls = defaultdict(float), defaultdict(list)
         for mod, name, _, wrapped in self._patches:
             setattr(mod, name, wrapped)
         try:

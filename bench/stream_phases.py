@@ -18,7 +18,6 @@ Usage: python -m bench.stream_phases [--drain 300000 | --rate 5000 --seconds 120
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import tempfile
 import threading
@@ -28,75 +27,35 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.probes import loadavg  # noqa: E402
+from bench.probes import Phases, loadavg  # noqa: E402
 
-#: (module, function) timed; the names are the rows of the report.
-PHASES = [
-    ("waterline.engine.spark.stream", "ingest_batch"),
-    ("waterline.engine.spark.stream_ingest", "_create_held"),
-    ("waterline.engine.spark.stream_ingest", "_checked"),
-    ("waterline.engine.spark.stream_ingest", "_quarantine"),
-    ("waterline.engine.spark.stream_ingest", "_write"),
-    ("waterline.engine.spark.stream_ingest", "_commit"),
-    ("waterline.engine.spark.stream", "release"),
-    ("waterline.engine.spark.release", "stage"),
-    ("waterline.engine.spark.staging", "tier_outlook"),
-    ("waterline.engine.spark.staging", "_stage_tier"),
-    ("waterline.engine.spark.release", "commit_staged"),
-]
+#: Functions timed (`probes.Phases` targets); each label (module.function) is a row of the report.
+PHASES = {
+    "waterline.engine.spark.stream": ["ingest_batch", "release"],
+    "waterline.engine.spark.stream_ingest": ["_create_held", "_checked", "_quarantine", "_write", "_commit"],
+    "waterline.engine.spark.release": ["stage", "commit_staged"],
+    "waterline.engine.spark.staging": ["tier_outlook", "_stage_tier"],
+}
 
 #: With ``--detail``: where inside those phases (Spark runs lazily, so its work shows under
 #: the call that triggers it: a write, a collect, a footer read).
-DETAIL = [
-    ("waterline.engine.spark.stream_ingest", "batch_output"),
-    ("waterline.engine.spark.stream_ingest", "_prepare"),
-    ("waterline.engine.spark.stream_ingest", "compile_tiers"),
-    ("waterline.engine.spark.stream_ingest", "table_schema"),
-    ("waterline.engine.spark.held_append", "write_parquet"),
-    ("waterline.engine.spark.held_append", "written_files"),
-    ("waterline.engine.spark.versions", "observed_counts"),
-    ("waterline.engine.spark.staging", "_read"),
-    ("waterline.engine.spark.staging", "plan_step"),
-    ("waterline.engine.spark.staging", "_stage_inserts"),
-    ("waterline.engine.spark.staging", "_write_files"),
-    ("waterline.engine.spark.staging", "write_parquet"),
-    ("waterline.engine.spark.staging", "written_files"),
-    ("waterline.engine.spark.staging", "_removes"),
-    ("waterline.engine.spark.stream", "_due_now"),
-    ("waterline.engine.delta.table_log", "TableLog.open"),
-]
+DETAIL = {
+    "waterline.engine.spark.stream_ingest": ["batch_output", "_prepare", "compile_tiers", "table_schema"],
+    "waterline.engine.spark.held_append": ["write_parquet", "written_files"],
+    "waterline.engine.spark.versions": ["observed_counts"],
+    "waterline.engine.spark.staging": ["_read", "plan_step", "_stage_inserts", "_write_files", "write_parquet",
+                                       "written_files", "_removes"],
+    "waterline.engine.spark.stream": ["_due_now"],
+    "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
+}
 
 
-def _label(module_name: str, name: str, phases: list[tuple[str, str]]) -> str:
-    """The phase's row name: the function's, with its module's when another phase shares it."""
-    short = name.rsplit(".", 1)[-1]
-    shared = sum(1 for _, other in phases if other.rsplit(".", 1)[-1] == short) > 1
-    return f"{module_name.rsplit('.', 1)[-1]}.{short}" if shared else short
-
-
-def timed_phases(phases: list[tuple[str, str]]) -> dict[str, list[float]]:
-    """Wrap each phase with a timer; the seconds of every call, by phase."""
-    import importlib
-
-    times: dict[str, list[float]] = {}
-    for module_name, name in phases:
-        label = _label(module_name, name, phases)
-        owner = importlib.import_module(module_name)
-        if "." in name:  # a classmethod: wrap the bound function, set it back as a staticmethod
-            cls_name, name = name.split(".")
-            owner = getattr(owner, cls_name)
-        original = getattr(owner, name)
-
-        @functools.wraps(original)
-        def timer(*args, _original=original, _name=label, **kwargs):
-            start = time.perf_counter()
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                times.setdefault(_name, []).append(time.perf_counter() - start)
-
-        setattr(owner, name, staticmethod(timer) if isinstance(owner, type) else timer)
-    return times
+def phases_for(detail: bool) -> Phases:
+    """The phases to time (with ``detail``: and the calls inside them)."""
+    targets = {m: list(names) for m, names in PHASES.items()}
+    for module, names in (DETAIL.items() if detail else ()):
+        targets[module] = targets.get(module, []) + names
+    return Phases(targets)
 
 
 def drain(records: int, root: Path, times: dict[str, list[float]]) -> dict:
@@ -166,16 +125,15 @@ def continuous(rate: int, seconds: float, root: Path, times: dict[str, list[floa
         kafka_broker.stop(root / "kafka")
 
 
-def report(result: dict, times: dict[str, list[float]], phases: list[tuple[str, str]]) -> str:
+def report(result: dict, times: dict[str, list[float]], labels: list[str]) -> str:
     lines = [f"stream phases: {result['mode']}, {result['batches']} batches timed"
              + (f" (~{result['records_per_batch']:,} records each)" if "records_per_batch" in result else "")
              + (f", {result['total_s']:.2f} s in all" if "total_s" in result else "") + f", load {loadavg()}",
-             f"  {'phase':26} {'calls':>5} {'mean s':>7} {'max s':>7}"]
-    for module_name, name in phases:
-        name = _label(module_name, name, phases)
+             f"  {'phase':32} {'calls':>5} {'mean s':>7} {'max s':>7}"]
+    for name in labels:
         values = times.get(name)
         if values:
-            lines.append(f"  {name:26} {len(values):>5} {sum(values) / len(values):>7.2f} {max(values):>7.2f}")
+            lines.append(f"  {name:32} {len(values):>5} {sum(values) / len(values):>7.2f} {max(values):>7.2f}")
     return "\n".join(lines)
 
 
@@ -186,14 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--detail", action="store_true", help="also time the calls inside the phases")
     args = parser.parse_args(argv)
-    phases = PHASES + (DETAIL if args.detail else [])
-    times = timed_phases(phases)
-    with tempfile.TemporaryDirectory(prefix="wl-bench-phases-") as root:
+    phases = phases_for(args.detail)
+    with tempfile.TemporaryDirectory(prefix="wl-bench-phases-") as root, phases.active():
+        times = phases.calls
         if args.drain:
             result = drain(args.drain, Path(root), times)
         else:
             result = continuous(args.rate, args.seconds, Path(root), times)
-    print(report(result, times, phases))
+    print(report(result, times, phases.labels))
     return 0
 
 
