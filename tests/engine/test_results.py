@@ -17,3 +17,20 @@ def test_an_ingest_summary_names_feed_partition_and_counts():
                         next_due_us=None)
     assert done.summary() == ("f/2026-01-05: read 3 rows, wrote 3 versions (3 new, 0 changed, 0 removed), "
                               "0 unchanged, 1 quarantined")
+
+
+def test_releases_of_disjoint_tiers_combine_into_one_naming_every_tier():
+    from waterline.engine.core.results import ReleaseResult, combine_releases
+
+    rt = TierRelease(tier="rt", w_us=20, previous_w_us=10, seq=3, released=2, changed=True)
+    late = TierRelease(tier="late", w_us=21, previous_w_us=10, seq=3, released=1, changed=True)
+    rt_again = TierRelease(tier="rt", w_us=22, previous_w_us=20, seq=3, updated=1, changed=True)
+    first = ReleaseResult(feed="f", requested_us=None, w_us=20, seq=3, tiers={"rt": rt})
+    second = ReleaseResult(feed="f", requested_us=None, w_us=21, seq=3, tiers={"late": late})
+    third = ReleaseResult(feed="f", requested_us=None, w_us=22, seq=3, tiers={"rt": rt_again})
+    both = combine_releases([first, second])
+    assert list(both.tiers) == ["rt", "late"] and both.w_us == 21
+    assert both.tiers["rt"] == rt and both.tiers["late"] == late
+    three = combine_releases([first, second, third])
+    assert three.tiers["rt"].w_us == 22 and three.tiers["rt"].previous_w_us == 10
+    assert (three.tiers["rt"].released, three.tiers["rt"].updated) == (2, 1) and three.tiers["late"] == late

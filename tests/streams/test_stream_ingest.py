@@ -116,3 +116,31 @@ def test_a_key_moved_then_removed_or_moved_back_leaves_one_row_or_none(kafka, sp
     assert _tier(feed, "realtime") == {k: ("2026-01-05", 3.0) for k in keys[4:]}
     versions = DeltaTable(feed.spec.held_path).to_pyarrow_table(columns=["id"]).num_rows
     assert versions == 8 + 16 + 4 + 8  # inserts, moves (2 each), removals, moves back (2 each)
+
+
+def test_a_batch_releases_the_tiers_it_made_due_at_once_before_the_others(kafka, spark, tmp_path):
+    """The real-time tier is released in a release of its own, committed before the other
+    tiers are staged: the delayed tier, released after it, records a later W_T."""
+    import time
+
+    from waterline.clock import SystemClock
+    from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.spark.stream import BatchSink
+    from waterline.engine.spark.stream_source import read_once
+
+    topic = new_topic(kafka.bootstrap)
+    now = int(time.time() * 1e6)
+    produce(kafka.bootstrap, topic, [(0, "a", {"px": 1.0, "ts": iso(now)}), (0, "b", {"px": 2.0, "ts": iso(now)})])
+    feed = load(stream_spec(tmp_path, kafka.bootstrap, topic), spark=spark)
+    records = read_once(spark, feed.spec, "source")
+    done, released = BatchSink(feed.spec, "source", SystemClock())(records, 0)
+
+    assert set(done.due_by_tier) == {"realtime", "delayed_15m"}
+    assert done.due_by_tier["realtime"] <= done.due_by_tier["delayed_15m"] - 15 * 60 * 1_000_000 + 60 * 1_000_000
+    assert list(released.tiers) == ["realtime", "delayed_15m"]
+    assert (released.tiers["realtime"].released, released.tiers["delayed_15m"].released) == (2, 0)
+    realtime_w = TableLog.open(feed.spec.tier_path("realtime")).tier_state().w
+    delayed_w = TableLog.open(feed.spec.tier_path("delayed_15m")).tier_state().w
+    assert realtime_w == released.tiers["realtime"].w_us and delayed_w == released.tiers["delayed_15m"].w_us
+    assert realtime_w < delayed_w, "one release of both tiers would have given them one W"
+    assert set(_tier(feed, "realtime")) == {"a", "b"} and _tier(feed, "delayed_15m") == {}

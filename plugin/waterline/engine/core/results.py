@@ -127,11 +127,15 @@ class MaintainResult(_Result):
 
 
 def combine_releases(results: list[ReleaseResult]) -> ReleaseResult:
-    """Consecutive releases of one feed as one: the last W and state, counts summed per tier."""
+    """Consecutive releases of one feed as one: the last W and state, counts summed per tier.
+    A tier only some of them released (a stream releases its due-at-once tiers first) is
+    reported as its last release left it."""
     last = results[-1]
     tiers: dict[str, TierRelease] = {}
-    for name, final in last.tiers.items():
+    names = dict.fromkeys(name for r in results for name in r.tiers)
+    for name in names:
         steps = [r.tiers[name] for r in results if name in r.tiers]
+        final = steps[-1]
         tiers[name] = replace(
             final,
             previous_w_us=steps[0].previous_w_us,
@@ -139,7 +143,7 @@ def combine_releases(results: list[ReleaseResult]) -> ReleaseResult:
             removed=sum(t.removed for t in steps), expired=sum(t.expired for t in steps),
             candidates=sum(t.candidates for t in steps), changed=any(t.changed for t in steps),
         )
-    return replace(last, requested_us=results[0].requested_us, tiers=tiers)
+    return replace(last, requested_us=results[0].requested_us, w_us=max(r.w_us for r in results), tiers=tiers)
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,8 @@ class StreamBatchResult(_Result):
     quarantined: int = 0
     event_waterline_us: int | None = None
     next_due_us: int | None = None
+    #: per tier, the earliest moment one of the batch's versions is due there (tiers without any omitted)
+    due_by_tier: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One log line: ``feed/source batch n: read n records, wrote n versions (...)``."""

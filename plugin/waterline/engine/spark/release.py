@@ -13,6 +13,7 @@ the Spark path: a MERGE carrying the state, then the state as the table property
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
@@ -36,20 +37,28 @@ from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_r
 from waterline.engine.spark.staging import stage
 from waterline.engine.spark.tables import ensure_change_feed, read_delta
 from waterline.engine.spark.views import temp_view
+from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
 
 def release(spark: SparkSession, spec: FeedSpec, *, as_of_us: int | None = None,
-            clock: Clock | None = None) -> ReleaseResult:
-    """Advance every tier not on hold to W and publish what became due."""
+            clock: Clock | None = None, tiers: Sequence[str] | None = None) -> ReleaseResult:
+    """Advance every tier not on hold to W and publish what became due.
+
+    ``tiers``: only these (the result names only them); a stream releases the tiers its
+    batch made due at once first, so their commit does not wait for the others' staging."""
     clock = clock or SystemClock()
+    chosen = tuple(spec.tiers) if tiers is None else tuple(tiers)
+    unknown = [t for t in chosen if t not in spec.tiers]
+    if unknown:
+        raise WaterlineError(f"feed {spec.feed}: no tier {unknown[0]!r} (tiers: {', '.join(spec.tiers)})")
     committed: list[ReleaseResult] = []  # tiers an attempt committed before it lost a race on another
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         # A lost race (a conflicting commit, or Delta skipped ours as already applied) plans
         # again from the tiers' new states, so W_T never goes back and no step computed
         # from a stale state is applied; tiers already committed are settled in the new plan.
         result = retry_lost_races(
-            lambda: _release_locked(spark, spec, as_of_us, clock, lease, committed),
+            lambda: _release_locked(spark, spec, as_of_us, clock, lease, committed, chosen),
             is_race=is_commit_conflict, before_retry=lease.check, what=f"feed {spec.feed}: release",
         )
     return with_committed(committed, result)
@@ -64,7 +73,7 @@ def with_committed(committed: list[ReleaseResult], result: ReleaseResult) -> Rel
 
 
 def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, clock: Clock,
-                    lease: Lease, committed: list[ReleaseResult]) -> ReleaseResult:
+                    lease: Lease, committed: list[ReleaseResult], tiers: tuple[str, ...]) -> ReleaseResult:
     now = clock.now_us()
     held_log = TableLog.open(spec.held_path)
     held_state = held_log.held_state(spec.feed)
@@ -73,7 +82,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
     results: dict[str, TierRelease] = {}
     if held_log.exists:
         staged = stage(spark, spec, w_us=target, clock=clock, target_us=target, staged_at_us=now,
-                       held_log=held_log)
+                       held_log=held_log, tiers=tiers)
         if staged is not None:
             outcome = StagedCommit(None, reason="not committed")
             try:
@@ -89,7 +98,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
             raise SkippedCommit(f"feed {spec.feed}: staged release not committed: {outcome.reason}")
         held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
         steps = []
-        for tier in spec.tiers:
+        for tier in tiers:
             step_or_result = plan_step(spec, tier, held, target, seq)
             if isinstance(step_or_result, TierRelease):
                 results[tier] = step_or_result
@@ -103,7 +112,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
                 scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
                 results[step.tier] = _apply(spark, spec, step, held, scope, single, *outlooks[step.tier], lease=lease)
-    results = {t: results[t] for t in spec.tiers if t in results}
+    results = {t: results[t] for t in tiers if t in results}
     w = max([target] + [r.w_us for r in results.values() if not r.held])
     return ReleaseResult(feed=spec.feed, requested_us=as_of_us, w_us=w, seq=seq, tiers=results)
 

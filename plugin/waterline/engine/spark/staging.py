@@ -17,6 +17,7 @@ checking that the held table and the tiers did not move.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from urllib.parse import unquote
 
@@ -51,18 +52,20 @@ _CHANGE_TYPE = "_change_type"
 
 
 def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, target_us: int | None = None,
-          staged_at_us: int | None = None, held_log: TableLog | None = None) -> StagedRelease | None:
+          staged_at_us: int | None = None, held_log: TableLog | None = None,
+          tiers: Sequence[str] | None = None) -> StagedRelease | None:
     """Compute and write the release at ``w_us``; None when this feed cannot be staged (no
     held table yet, a tier whose Delta protocol `delta_commit` does not write, a tier without
     its change data feed yet): the release then runs the Spark path.
 
     ``target_us``: the W a release under the lease already computed (else the W the clock
     at ``w_us`` allows); ``staged_at_us``: its clock reading (else the clock is read);
-    ``held_log``: the held table's log as that release read it (else it is read)."""
+    ``held_log``: the held table's log as that release read it (else it is read);
+    ``tiers``: stage only these (else every tier)."""
     held_log = held_log or TableLog.open(spec.held_path)
     if not held_log.exists or held_log.version is None:
         return None
-    tier_logs = {t: TableLog.open(spec.tier_path(t)) for t in spec.tiers}
+    tier_logs = {t: TableLog.open(spec.tier_path(t)) for t in (spec.tiers if tiers is None else tiers)}
     for tier, tier_log in tier_logs.items():
         unsupported = table_unsupported(tier_log)
         if unsupported is not None:
@@ -78,7 +81,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
     token = new_token()
     steps: list[TierStep] = []
     settled: list[TierRelease] = []
-    for tier in spec.tiers:
+    for tier in tier_logs:
         # the state from the same snapshot as the version the commit will check
         step = plan_step(spec, tier, held, target, seq, log=tier_logs[tier])
         if isinstance(step, TierStep) and step.reconcile:

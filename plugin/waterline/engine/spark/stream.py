@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import faults
-from waterline.engine.core.results import ReleaseResult, StreamBatchResult
+from waterline.engine.core.results import ReleaseResult, StreamBatchResult, combine_releases
 from waterline.engine.delta import storage
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.status import read_feed_status
@@ -88,9 +88,7 @@ class BatchSink:
         spark = records.sparkSession
         done = ingest_batch(spark, self.spec, self.source, records, batch_id, clock=self.clock)
         log.info("%s", done.summary())
-        released = None
-        if self.release_due and _due_now(self.spec, done, self.clock):
-            released = release(spark, self.spec, clock=self.clock)
+        released = _release_after(spark, self.spec, done, self.clock) if self.release_due else None
         faults.boundary(faults.STREAM_BATCH_END)
         return done, released
 
@@ -196,12 +194,26 @@ def is_remote_session(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _due_now(spec: FeedSpec, batch: StreamBatchResult, clock: Clock) -> bool:
-    """Whether to release after ``batch``: it appended rows due now, or it was a replay (of a
-    batch whose run died before its release) and some tier is due (read from the log, no JVM)."""
+def _release_after(spark: SparkSession, spec: FeedSpec, batch: StreamBatchResult,
+                   clock: Clock) -> ReleaseResult | None:
+    """The release after ``batch``, when it appended rows due now or was a replay (of a batch
+    whose run died before its release) while some tier is due (read from the log, no JVM).
+
+    The tiers the batch made due at once (a real-time tier) are released first, in a release
+    of their own: their commit then waits for their own staging only, not for every tier's.
+    The other tiers follow in a second release, as one release of all of them would have
+    advanced them."""
     if batch.skipped:
-        return _any_tier_due(spec, clock)
-    return batch.next_due_us is not None and batch.next_due_us <= clock.now_us()
+        return release(spark, spec, clock=clock) if _any_tier_due(spec, clock) else None
+    now = clock.now_us()
+    first = [t for t in spec.tiers if batch.due_by_tier.get(t, now + 1) <= now]
+    if not first:
+        return None
+    released = [release(spark, spec, clock=clock, tiers=first)]
+    rest = [t for t in spec.tiers if t not in first]
+    if rest:
+        released.append(release(spark, spec, clock=clock, tiers=rest))
+    return combine_releases(released)
 
 
 def _any_tier_due(spec: FeedSpec, clock: Clock) -> bool:
