@@ -45,7 +45,7 @@ DETAIL = {
     "waterline.engine.spark.versions": ["observed_counts"],
     "waterline.engine.spark.staging": ["_read", "plan_step", "_stage_inserts", "_write_files", "write_parquet",
                                        "written_files", "_removes"],
-    "waterline.engine.spark.stream": ["_due_now"],
+    "waterline.engine.spark.stream": ["_release_after"],
     "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
 }
 
