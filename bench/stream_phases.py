@@ -46,7 +46,6 @@ DETAIL = {
     "waterline.engine.spark.staging": ["_read", "plan_step", "_stage_inserts", "_write_files", "write_parquet",
                                        "written_files", "_removes"],
     "waterline.engine.spark.stream": ["_release_after"],
-    "waterline.engine.spark.current_index": ["lookup", "advance", "_kept"],
     "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
 }
 

@@ -5,7 +5,7 @@ is a removal, its partition: `stream_ingest._versions`). Read from held, that lo
 every held version the table keeps, and held keeps every version until gc (at least the
 longest pending delay of versions): the cost of each batch would grow with the feed's
 age. Kept here, it is one cached row per key, built once from held and advanced by each
-batch's own committed versions, so a batch's lookup costs the same at any age.
+batch's own committed files, so a batch's lookup costs the same at any age.
 
 The index is valid for exactly one held version, the one it was built on or advanced to.
 Any commit it did not see (a batch ingest, gc, a user's OPTIMIZE, another stream process)
@@ -18,19 +18,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import reduce
-from urllib.parse import unquote
 
 from pyspark import SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from waterline.engine.core import columns as C
-from waterline.engine.delta import storage
-from waterline.engine.delta.parquet_files import WrittenFile
 from waterline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
@@ -38,7 +32,6 @@ log = logging.getLogger(__name__)
 #: The column of `current_of`: a struct of the current version's hash (``h``), removal flag
 #: (``r``) and partition (``p``).
 CURRENT = "_wl_current"
-_NEWEST = "_wl_newest"  # (seq, not a removal) of the current version: what a later version must beat
 #: Advances before the index is read from held again: each advance adds a step to its
 #: plan, and Spark analyses the whole plan of every query that reads it.
 MAX_ADVANCES = 64
@@ -47,17 +40,12 @@ MAX_KEPT = 8
 
 
 def current_of(versions: DataFrame, keys: list[str]) -> DataFrame:
-    """Per key of the held rows ``versions``: its current version (`CURRENT`) and its rank
-    (`_NEWEST`). A move is two versions of one seq (the removal in the old partition, the row
-    in the new one): of a key's newest seq, the row that is not a removal is the current
-    version."""
+    """Per key of the held rows ``versions``: its current version. A move is two versions of
+    one seq (the removal in the old partition, the row in the new one): of a key's newest
+    seq, the row that is not a removal is the current version."""
+    newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
     current = F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"), F.col(C.PARTITION).alias("p"))
-    return _newest(versions.select(*keys, current.alias(CURRENT),
-                                   F.struct(F.col(C.SEQ), ~F.col(C.REMOVED)).alias(_NEWEST)), keys)
-
-
-def _newest(ranked: DataFrame, keys: list[str]) -> DataFrame:
-    return ranked.groupBy(*keys).agg(F.max_by(CURRENT, _NEWEST).alias(CURRENT), F.max(_NEWEST).alias(_NEWEST))
+    return versions.groupBy(*keys).agg(F.max_by(current, newest).alias(CURRENT))
 
 
 @dataclass
@@ -81,8 +69,7 @@ def lookup(spark: SparkSession, spec: FeedSpec, held_version: int, batch_keys: D
     ``held_version`` (the version the batch read under the lease)."""
     keys = list(spec.key)
     if remote:
-        return (current_of(_held(spark, spec.held_path, held_version).join(batch_keys, keys, "left_semi"), keys)
-                .select(*keys, CURRENT))
+        return current_of(_held(spark, spec.held_path, held_version).join(batch_keys, keys, "left_semi"), keys)
     with _LOCK:
         index = _KEPT.get(spec.held_path)
         if index is None or index.version != held_version or index.context is not spark.sparkContext:
@@ -92,37 +79,29 @@ def lookup(spark: SparkSession, spec: FeedSpec, held_version: int, batch_keys: D
             built = _kept(current_of(_held(spark, spec.held_path, held_version), keys))
             index = _KEPT[spec.held_path] = _Index(built, held_version, 0, spark.sparkContext)
             log.info("feed %s: current versions indexed from held version %s", spec.feed, held_version)
-        return index.frame.join(batch_keys, keys, "left_semi").select(*keys, CURRENT)
+        return index.frame.join(batch_keys, keys, "left_semi")
 
 
 def advance(spark: SparkSession, spec: FeedSpec, *, read_version: int, committed_version: int,
-            files: Sequence[WrittenFile], schema: StructType) -> None:
-    """After the batch that read held at ``read_version`` committed ``committed_version``:
-    the index answers for that version, advanced by the rows of ``files`` (the data files
-    that commit added, read as Parquet: no Delta snapshot of the new version is needed;
-    none: the commit added no row). ``schema``: held's. A commit of another writer in
-    between (``committed_version`` is not the next version), or an index built on another
-    version, drops the index instead."""
+            seq: int | None) -> None:
+    """After the batch that read held at ``read_version`` committed ``committed_version``
+    with versions of sequence ``seq`` (None: the commit added no row): the index answers for
+    that version, advanced by those versions, read from held at that version (its
+    statistics on the sequence skip every other file). A commit of another writer in between
+    (``committed_version`` is not the next version), or an index built on another version,
+    drops the index instead."""
     with _LOCK:
         index = _KEPT.get(spec.held_path)
         if (index is None or index.version != read_version or index.context is not spark.sparkContext
                 or committed_version != read_version + 1 or index.advances >= MAX_ADVANCES):
             _drop(spec.held_path)
             return
-        if not files:
+        if seq is None:
             index.version = committed_version
             return
         keys = list(spec.key)
-        stored = StructType([schema[c] for c in [*keys, C.HASH, C.REMOVED, C.SEQ]])
-        by_partition: dict[str, list[str]] = {}
-        for f in files:
-            by_partition.setdefault(f.partition_values[C.PARTITION], []).append(
-                storage.join(spec.held_path, unquote(f.path)))
-        added = [spark.read.schema(stored).parquet(*paths).withColumn(C.PARTITION, F.lit(partition))
-                 for partition, paths in by_partition.items()]
-        # one aggregate over the index and the batch's versions: a key's newest wins, and the
-        # index keeps the aggregate's partitions (a union of the two would add partitions every batch)
-        frame = _kept(_newest(reduce(DataFrame.unionByName, [current_of(a, keys) for a in added], index.frame), keys))
+        new = current_of(_held(spark, spec.held_path, committed_version).filter(F.col(C.SEQ) == seq), keys)
+        frame = _kept(index.frame.join(new.select(*keys), keys, "left_anti").unionByName(new))
         index.frame.unpersist()
         _KEPT[spec.held_path] = _Index(frame, committed_version, index.advances + 1, spark.sparkContext)
 

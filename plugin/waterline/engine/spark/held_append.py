@@ -31,7 +31,7 @@ from waterline.engine.core.state import HeldState
 from waterline.engine.delta import storage
 from waterline.engine.delta.commit import FileActions, append_commit, checkpoint_if_due, table_unsupported, write_commit
 from waterline.engine.delta.gate import warn_slow_path
-from waterline.engine.delta.parquet_files import WrittenFile, data_files, partition_folder, stats_columns, written_files
+from waterline.engine.delta.parquet_files import data_files, partition_folder, stats_columns, written_files
 from waterline.engine.delta.stages import STAGE_DIR, discard_stage
 from waterline.engine.delta.staged_keys import duplicate_keys
 from waterline.engine.delta.table_log import APP_SEQ, TableLog
@@ -142,11 +142,6 @@ def commit(held_log: TableLog, state: HeldState, token: str, *, record_property:
         raise
     checkpoint_if_due(held_log.path, version, snapshot.metadata.configuration)
     return version
-
-
-def appended_files(held_path: str, token: str) -> list[WrittenFile]:
-    """The data files of held append ``token``, as its commit named them (no statistics)."""
-    return written_files(held_path, _data(token), stats=False)
 
 
 def discard(held_path: str, token: str) -> None:

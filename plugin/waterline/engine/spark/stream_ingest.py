@@ -131,16 +131,13 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         if counts["total"]:
             version = _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
                               parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
-            current_index.advance(spark, spec, read_version=read_version, committed_version=version,
-                                  files=held_append.appended_files(spec.held_path, token),
-                                  schema=table_schema(held_log))
+            current_index.advance(spark, spec, read_version=read_version, committed_version=version, seq=new.seq)
         else:
             held_append.discard(spec.held_path, token)
             if _moved(new, state):
                 lease.check()
                 version = write_commit(held_log.snapshot(), property_commit(new))
-                current_index.advance(spark, spec, read_version=read_version, committed_version=version,
-                                      files=(), schema=table_schema(held_log))
+                current_index.advance(spark, spec, read_version=read_version, committed_version=version, seq=None)
     finally:
         cached.unpersist()
     return done
