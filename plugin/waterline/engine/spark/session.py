@@ -44,8 +44,3 @@ def _classic_session(config: SessionConfig) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
-
-
-def is_remote_session(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -33,9 +33,7 @@ from waterline.engine.core.results import ReleaseResult, StreamBatchResult, comb
 from waterline.engine.delta import storage
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.status import read_feed_status
-from waterline.engine.spark import current_index
 from waterline.engine.spark.release import release
-from waterline.engine.spark.session import is_remote_session
 from waterline.engine.spark.spark_errors import spark_message
 from waterline.engine.spark.stream_ingest import batches_in_log, ingest_batch
 from waterline.engine.spark.stream_source import read_stream
@@ -157,7 +155,6 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
         for query in queries.values():
             if query.isActive:
                 query.stop()
-        current_index.forget(spec)
     if follow is not None:
         follow.catch_up()
     elif once and _any_tier_due(spec, clock):
@@ -190,6 +187,11 @@ class _RemoteFollower:
                 self.on_batch(batch)
         if _any_tier_due(self.spec, self.clock):
             self.result.releases.append(release(self.spark, self.spec, clock=self.clock))
+
+
+def is_remote_session(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _release_after(spark: SparkSession, spec: FeedSpec, batch: StreamBatchResult,

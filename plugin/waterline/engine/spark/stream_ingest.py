@@ -36,15 +36,14 @@ from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease
-from waterline.engine.spark import current_index, held_append
+from waterline.engine.spark import held_append
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
-from waterline.engine.spark.session import is_remote_session
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
-from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, table_schema
+from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
 from waterline.errors import SpecError, WaterlineError
 from waterline.spec import FeedSpec
@@ -55,6 +54,7 @@ log = logging.getLogger(__name__)
 #: The commit's ``operationParameters`` key holding the batch's `StreamBatchResult` (JSON).
 BATCH_PARAMETER = "waterlineStreamBatch"
 _RECORD = (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET, REMOVE)
+_CURRENT = "_wl_current"
 
 
 def stream_app(source: str) -> str:
@@ -114,8 +114,7 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
-        read_version = held_log.version
-        versions = _versions(spark, spec, batch, rows, plans, read_version, seq=state.seq + 1)
+        versions = _versions(spark, spec, batch, rows, plans, held_log.exists, seq=state.seq + 1)
         token = new_token()
         counts = _write(spec, held_log, versions, token)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
@@ -129,15 +128,13 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
             next_due_us=max(min(due), now) if due else None,
             due_by_tier={t: max(tau, now) for t, tau in due_by_tier.items()})
         if counts["total"]:
-            version = _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
-                              parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
-            current_index.advance(spark, spec, read_version=read_version, committed_version=version, seq=new.seq)
+            _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
+                    parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
         else:
             held_append.discard(spec.held_path, token)
             if _moved(new, state):
                 lease.check()
-                version = write_commit(held_log.snapshot(), property_commit(new))
-                current_index.advance(spark, spec, read_version=read_version, committed_version=version, seq=None)
+                write_commit(held_log.snapshot(), property_commit(new))
     finally:
         cached.unpersist()
     return done
@@ -218,11 +215,10 @@ def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, d
                   "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
 
 
-def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_version: int, *,
+def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_exists: bool, *,
               seq: int) -> DataFrame:
     """The held versions the batch appends: each key's last valid record, diffed against the
-    key's current version in held at ``held_version``, wherever it is
-    (`waterline.semantics.stream_batch`; the current versions from `current_index`)."""
+    key's current version wherever it is (`waterline.semantics.stream_batch`)."""
     keys = list(spec.key)
     order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
     last = (rows.filter(F.col(REASON).isNull())
@@ -236,9 +232,15 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     )
     if later:
         tagged = tagged.withColumns(later)
-    current = current_index.lookup(spark, spec, held_version, last.select(*keys), remote=is_remote_session(spark))
+    # A move is two versions of one seq (the removal in the old partition, the row in the new
+    # one): of a key's newest seq, the row that is not a removal is the current version.
+    newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
+    current = (read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
+               .groupBy(*keys)
+               .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"),
+                                      F.col(C.PARTITION).alias("p")), newest).alias(_CURRENT)))
     joined = tagged.join(current, on=keys, how="left")
-    cur = F.col(current_index.CURRENT)
+    cur = F.col(_CURRENT)
     live = cur.isNotNull() & ~cur["r"]
     moved = live & (cur["p"] != F.col(C.PARTITION))
     same = live & (cur["p"] == F.col(C.PARTITION)) & (cur["h"] == F.col(C.HASH))
@@ -256,7 +258,7 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     removals = removal_schedule(gone, spec.tiers)
     columns = V.version_columns(batch.payload, spec.tiers)
     stamped = {C.INGESTED_AT: F.current_timestamp(), C.SEQ: F.lit(seq).cast("bigint")}
-    return (upserts.drop(REMOVE, current_index.CURRENT).withColumns(stamped).select(*columns)
+    return (upserts.drop(REMOVE, _CURRENT).withColumns(stamped).select(*columns)
             .unionByName(removals.withColumns(stamped).select(*columns)))
 
 
@@ -290,15 +292,13 @@ def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame, token: str) 
 
 
 def _commit(spec: FeedSpec, held_log: TableLog, state: HeldState, txn: tuple[str, int], *, moved: bool,
-            lease: Lease, parameters: dict[str, str]) -> int:
+            lease: Lease, parameters: dict[str, str]) -> None:
     """One commit of ours for the files `_write` left under ``state.token``, with the state and
     both transactions (the held sequence and the stream's batch)."""
     faults.boundary(faults.INGEST_BEFORE_COMMIT)
     lease.check()  # the last moment a lost lease can stop the commit
-    version = held_append.commit(held_log, state, state.token, record_property=moved, stream_txn=txn,
-                                 parameters=parameters)
+    held_append.commit(held_log, state, state.token, record_property=moved, stream_txn=txn, parameters=parameters)
     faults.boundary(faults.INGEST_AFTER_COMMIT)
-    return version
 
 
 def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame, unparsed: DataFrame | None,
