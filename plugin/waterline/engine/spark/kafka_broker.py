@@ -132,8 +132,13 @@ def create_topic(bootstrap: str, topic: str, *, partitions: int = 1, timeout: fl
 
 
 def _cluster_id() -> str:
-    """A Kafka cluster id: a random UUID, base64url without padding (what `kafka-storage random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: a random UUID, base64url without padding (what `kafka-storage random-uuid` prints).
+    Never one starting with ``-`` (1 in 64 would): `kafka-storage format -t` reads it as an
+    option and fails, as Kafka's own ``Uuid.randomUuid`` avoids too."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 def _write_config(state: BrokerState) -> Path:
