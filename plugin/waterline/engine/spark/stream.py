@@ -206,7 +206,7 @@ def _release_after(spark: SparkSession, spec: FeedSpec, batch: StreamBatchResult
     if batch.skipped:
         return release(spark, spec, clock=clock) if _any_tier_due(spec, clock) else None
     now = clock.now_us()
-    first = [t for t in spec.tiers if batch.due_by_tier.get(t, now + 1) <= now]
+    first = [t for t, due in batch.due_by_tier.items() if due <= now]
     if not first:
         return None
     released = [release(spark, spec, clock=clock, tiers=first)]

@@ -118,15 +118,14 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         token = new_token()
         counts = _write(spec, held_log, versions, token)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
-        due_by_tier = {t: tau for t, tau in counts["min_tau"].items() if tau is not None}
-        due = list(due_by_tier.values())
+        # a version due before now is due now (late data, removals at minus infinity)
+        due_by_tier = {t: max(tau, now) for t, tau in counts["min_tau"].items() if tau is not None}
         done = StreamBatchResult(
             feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
             seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
             inserted=counts["insert"], updated=counts["update"], removed=counts["remove"],
             quarantined=quarantined, event_waterline_us=new.event_w,
-            next_due_us=max(min(due), now) if due else None,
-            due_by_tier={t: max(tau, now) for t, tau in due_by_tier.items()})
+            next_due_us=min(due_by_tier.values(), default=None), due_by_tier=due_by_tier)
         if counts["total"]:
             _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
                     parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
