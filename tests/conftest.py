@@ -4,16 +4,38 @@ from __future__ import annotations
 
 import pytest
 
+from tests.jvm import long_lived_jvm, use_short_lived_drivers
+
 pytest_plugins = ["tests.faults.fixtures"]  # the fault proxy, for tests/faults and tests/streams
+
+use_short_lived_drivers()  # every Spark driver a test starts in a subprocess (tests/jvm.py)
 
 
 @pytest.fixture(scope="session")
 def spark():
     from waterline.engine.spark.session import get_session
 
-    session = get_session()
+    with long_lived_jvm():  # this process's session serves the whole run
+        session = get_session()
     yield session
     session.stop()
+
+
+_USES_SPARK = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(config, items):
+    config.stash[_USES_SPARK] = any("spark" in item.fixturenames or item.get_closest_marker("spark")
+                                    for item in items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_session_first(request):
+    """This process's session starts before any test: a test that starts one itself (a
+    Dagster run in this process, a `waterline.Feed`) would start it with the short-lived
+    flags (tests/jvm.py), and every later test here would share that JVM."""
+    if request.config.stash.get(_USES_SPARK, False):
+        request.getfixturevalue("spark")
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,6 @@ from typing import Iterator
 import yaml
 
 from tests.dagster.deploy import free_port, stop
-from tests.jvm import short_lived_driver_env
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +73,6 @@ class AirflowHome:
             "WATERLINE_AIRFLOW": str(BIN / "airflow"),
             "PYSPARK_PYTHON": sys.executable,
         }
-        self.env = short_lived_driver_env(self.env)  # every task run is a short-lived Spark driver
 
     def cli(self, *args: str, timeout: float = 600, check: bool = True,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tests.jvm import short_lived_driver_env
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
@@ -59,8 +58,8 @@ def prepare(root: Path, spec_yaml: Path) -> dict:
         "DAGSTER_DISABLE_TELEMETRY": "1",
         "PATH": os.pathsep.join([str(BIN), env.get("PATH", "")]),
     })
-    # each run the daemon launches is its own short-lived Spark driver
-    return {"home": home, "location": location, "env": short_lived_driver_env(env), "root": root}
+    # each run the daemon launches is its own short-lived Spark driver: SPARK_CONF_DIR (tests/jvm.py) is in env
+    return {"home": home, "location": location, "env": env, "root": root}
 
 
 def cli(deployment: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -14,7 +14,6 @@ import pytest
 
 from tests.engine.crash_driver import STEPS, TIERS, run_steps
 from tests.engine.feedkit import make_spec
-from tests.jvm import short_lived_driver_env
 from waterline.engine.core import faults
 from waterline.engine.delta.table_log import TableLog
 
@@ -44,7 +43,7 @@ def reference(spark, tmp_path_factory):
 
 
 def _driver(root: Path, crash_step: int, point: str) -> subprocess.Popen:
-    env = short_lived_driver_env(dict(os.environ, PYTHONPATH=str(REPO)))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.Popen(
         [sys.executable, "-m", "tests.engine.crash_driver", str(root), str(crash_step), point],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

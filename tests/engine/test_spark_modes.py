@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm import long_lived_jvm
+
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "1") == "0",
@@ -56,7 +58,8 @@ def test_engine_on_a_standalone_cluster_and_over_spark_connect(tmp_path_factory)
 
     state_dir = tmp_path_factory.mktemp("spark-cluster")
     started = time.monotonic()
-    state = cluster.start(state_dir, workers=2, worker_cores=1, worker_memory="1g")
+    with long_lived_jvm():  # the Connect server serves both modes' runs
+        state = cluster.start(state_dir, workers=2, worker_cores=1, worker_memory="1g")
     print(f"local cluster + Connect server started in {time.monotonic() - started:.1f}s")
     try:
         urls = {"cluster": state.master_url, "connect": state.connect_url}
