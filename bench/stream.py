@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds, the paths' order rotated")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
     root = Path(tempfile.mkdtemp(prefix="wl-bench-stream-"))
     try:
         result = run(args.records, args.partitions, root, args.rounds)

@@ -60,7 +60,7 @@ def phases_for(detail: bool) -> Phases:
 
 def drain(records: int, root: Path, times: dict[str, list[float]]) -> dict:
     """One warm-up drain of 2,000 records, then ``records`` drained and timed."""
-    from bench.stream import _produce, _spec
+    from bench.stream import TRANSFORM, _produce, _spec
     from waterline import Feed
     from waterline.engine.spark import kafka_broker
     from waterline.engine.spark.session import get_session
@@ -69,14 +69,13 @@ def drain(records: int, root: Path, times: dict[str, list[float]]) -> dict:
     state = kafka_broker.start(root / "kafka")
     spark = get_session()
     try:
-        transform = "SELECT CAST(key AS STRING) AS id, value.px AS px, value.ts AS event_time FROM source"
         for label, n in (("warm-up", 2000), ("measured", records)):
             topic = f"phases-{label}"
             kafka_broker.create_topic(state.bootstrap, topic, partitions=4)
             _produce(state.bootstrap, topic, n, 4)
             kafka = {"format": "kafka", "bootstrap": state.bootstrap, "topic": topic,
                      "value": {"format": "json", "schema": "px DOUBLE, ts STRING"}}
-            feed = Feed(spec_from_dict({**_spec(root / label, "s", kafka), "transform": transform,
+            feed = Feed(spec_from_dict({**_spec(root / label, "s", kafka), "transform": TRANSFORM,
                                         "partition_by": "CAST(to_date(event_time) AS STRING)"}), spark=spark)
             times.clear()
             start = time.perf_counter()
