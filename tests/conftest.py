@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.jvm import long_lived_jvm, use_short_lived_drivers
+from tests.jvm import finish_class_archive, long_lived_jvm, start_class_archive, use_short_lived_drivers
 
-pytest_plugins = ["tests.faults.fixtures"]  # the fault proxy, for tests/faults and tests/streams
+# the fault proxy (tests/faults, tests/streams); each test's CPU (tests/cputime.py)
+pytest_plugins = ["tests.faults.fixtures", "tests.cputime"]
 
 use_short_lived_drivers()  # every Spark driver a test starts in a subprocess (tests/jvm.py)
+
+
+def pytest_configure(config):
+    """The drivers' class archive (tests/jvm.py) is built once per machine, by the main
+    process, beside the first tests."""
+    if not hasattr(config, "workerinput"):
+        config.stash[_ARCHIVE] = start_class_archive()
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +30,7 @@ def spark():
 
 
 _USES_SPARK = pytest.StashKey[bool]()
+_ARCHIVE = pytest.StashKey[object]()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -101,6 +110,8 @@ def pytest_terminal_summary(terminalreporter):
     import os
     import time
 
+    if (builder := terminalreporter.config.stash.get(_ARCHIVE, None)) is not None:
+        terminalreporter.write_line(finish_class_archive(builder))
     end = _machine_cpu()
     if _CPU_AT_START is None or end is None:
         return

@@ -58,7 +58,7 @@ def prepare(root: Path, spec_yaml: Path) -> dict:
         "DAGSTER_DISABLE_TELEMETRY": "1",
         "PATH": os.pathsep.join([str(BIN), env.get("PATH", "")]),
     })
-    # each run the daemon launches is its own short-lived Spark driver: SPARK_CONF_DIR (tests/jvm.py) is in env
+    # each run the daemon launches is its own short-lived Spark driver: SPARK_SUBMIT_OPTS (tests/jvm.py) is in env
     return {"home": home, "location": location, "env": env, "root": root}
 
 
