@@ -94,8 +94,14 @@ def start_class_archive() -> subprocess.Popen | str:
     if archive.exists():
         return f"JVM class archive: {archive.relative_to(REPO)}"
     ARCHIVES.mkdir(parents=True, exist_ok=True)
-    for stale in ARCHIVES.glob("driver-*"):  # ~200 MB each: another JDK's or jar set's
-        stale.unlink(missing_ok=True)
+    for other in ARCHIVES.glob("driver-*"):
+        if not other.name.startswith(archive.stem):  # another JDK's or jar set's, ~200 MB each
+            other.unlink(missing_ok=True)
+        elif other.suffix == ".partial" and _alive(int(other.suffixes[-2][1:])):
+            # a run started by a test (the cluster test's pytest) while the main run builds
+            return f"JVM class archive: being built by process {other.suffixes[-2][1:]}"
+        else:
+            other.unlink(missing_ok=True)  # left by a builder that died
     partial = archive.with_suffix(f".{os.getpid()}.partial")
     env = {k: v for k, v in os.environ.items() if k not in (_ENV, "SPARK_CONF_DIR")}
     env[_ENV] = " ".join([*SHORT_LIVED_FLAGS, f"-XX:ArchiveClassesAtExit={partial}", *QUIET_CDS])
@@ -124,6 +130,16 @@ def finish_class_archive(builder: subprocess.Popen | str, timeout_s: float = 900
         return f"JVM class archive: not built (exit {code}: {tail[0]}); drivers started without it"
     took = time.monotonic() - builder.started  # type: ignore[attr-defined]
     return f"JVM class archive: built {archive.relative_to(REPO)} in {took:.0f} s, beside the first tests"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _archive_workload(partial: Path, archive: Path) -> None:
