@@ -2,7 +2,7 @@
 
 Each such driver (a CLI run, a killed and restarted stream, an Airflow task run, a Dagster
 run worker, a crash driver) does a few Spark operations and exits, so it spends most of its
-CPU starting: loading and verifying ~20,000 classes, compiling them. Two remedies, measured
+CPU starting: loading, verifying and compiling Spark's, Delta's and the JDK's classes. Two remedies, measured
 on a 2-core machine by a driver that starts a session, writes a Delta table, MERGEs into it
 and counts it (41.7 core-seconds with Spark's defaults):
 
@@ -11,7 +11,7 @@ and counts it (41.7 core-seconds with Spark's defaults):
   random-kill stream test alone, same seed: 490 s -> 454 s).
 * A class-data-sharing archive (AppCDS, ``-XX:SharedArchiveFile``): the classes such a
   driver loads, parsed and verified once per machine and mapped by every later driver.
-  With it, that driver took 30 core-seconds instead of 41.7 (session start 9.7 s -> 5.5 s,
+  With it, that driver took 30-35 core-seconds instead of 41.7 (session start 9.7 s -> 5.5 s,
   first Delta write 10 s -> 5.5 s). `start_class_archive` builds it (tests/conftest.py, as
   pytest starts, beside the first tests; ~80 s of one core, once per machine, JDK and Spark
   jars); a JVM that cannot map it (not built yet, another JDK, another class path) starts
