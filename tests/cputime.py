@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -73,8 +74,8 @@ class CpuPerTest:
             threading.Thread(target=self._sampler, daemon=True, name="cpu-per-test").start()
 
     def _sampler(self) -> None:
-        stop = threading.Event()
-        while not stop.wait(1.0):
+        while True:  # a daemon thread: ends with the process
+            time.sleep(1.0)
             self.tree.sample()
 
     @pytest.hookimpl(tryfirst=True)

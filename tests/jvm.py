@@ -29,6 +29,7 @@ in-process session ran 42% slower with C1 only.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -47,6 +48,7 @@ QUIET_CDS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 _ENV = "SPARK_SUBMIT_OPTS"
 
 
+@functools.cache  # stats every Spark jar; asked at import and by every long_lived_jvm
 def class_archive() -> Path:
     """Where the archive for this machine's JDK and Spark jars lives (whether built or not)."""
     import pyspark
@@ -103,6 +105,7 @@ def start_class_archive() -> subprocess.Popen | str:
         else:
             other.unlink(missing_ok=True)  # left by a builder that died
     partial = archive.with_suffix(f".{os.getpid()}.partial")
+    # a user's SPARK_CONF_DIR would put a non-empty folder on the class path: no archive then
     env = {k: v for k, v in os.environ.items() if k not in (_ENV, "SPARK_CONF_DIR")}
     env[_ENV] = " ".join([*SHORT_LIVED_FLAGS, f"-XX:ArchiveClassesAtExit={partial}", *QUIET_CDS])
     log = open(ARCHIVES / "build.log", "w")
@@ -134,11 +137,11 @@ def finish_class_archive(builder: subprocess.Popen | str, timeout_s: float = 900
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # PermissionError: alive, another user's
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
