@@ -25,6 +25,15 @@ driver's class path, and CDS refuses a class path holding a non-empty folder. No
 one-line errors would carry. A JVM that lives for the whole run (a test process's own
 session, a Connect server) starts in `long_lived_jvm`, without the flags: a 6-minute
 in-process session ran 42% slower with C1 only.
+
+Every test session, short- or long-lived, also evaluates Spark SQL interpreted
+(`INTERPRETED`): the tests' data are a few rows, and compiling generated code for each new
+query (Janino, then the JIT on the compiled classes) cost more than running it. Measured on
+tests/engine/test_crash.py's phase-boundary cases and the differential's report test (one
+worker session, five subprocess drivers): 768 -> 571 core-seconds. The cluster and Connect
+test keeps whole-stage code generation (``long_lived_jvm(codegen=True)`` and
+``WATERLINE_TEST_CODEGEN=1`` for its runs), so the compiled path is still compared with
+`waterline.semantics` on every run, as users run it.
 """
 
 from __future__ import annotations
@@ -45,7 +54,15 @@ ARCHIVES = REPO / "build" / "cds"  # git-ignored; one archive per JDK and jar se
 SHORT_LIVED_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 # A JVM that cannot map the archive says so on stdout; the tests read the drivers' output.
 QUIET_CDS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+# Spark reads `spark.*` system properties as defaults of every session's conf (SparkConf).
+INTERPRETED = ("-Dspark.sql.codegen.wholeStage=false", "-Dspark.sql.codegen.factoryMode=NO_CODEGEN")
+CODEGEN_ENV = "WATERLINE_TEST_CODEGEN"  # "1": this run's sessions compile their queries, as users' do
 _ENV = "SPARK_SUBMIT_OPTS"
+
+
+def sql_flags() -> tuple[str, ...]:
+    """How this run's Spark sessions evaluate SQL: interpreted unless ``WATERLINE_TEST_CODEGEN=1``."""
+    return () if os.environ.get(CODEGEN_ENV) == "1" else INTERPRETED
 
 
 @functools.cache  # stats every Spark jar; asked at import and by every long_lived_jvm
@@ -60,12 +77,12 @@ def class_archive() -> Path:
     for path in [Path(java or "java").resolve(), *sorted(jars.glob("*.jar"))]:
         stat = path.stat() if path.exists() else None
         key.update(f"{path}:{stat.st_size if stat else 0}:{stat.st_mtime_ns if stat else 0}\n".encode())
-    key.update(" ".join(SHORT_LIVED_FLAGS).encode())
+    key.update(" ".join(SHORT_LIVED_FLAGS).encode())  # not sql_flags: one archive serves both ways
     return ARCHIVES / f"driver-{key.hexdigest()[:16]}.jsa"
 
 
 def short_lived_options(archive: Path) -> str:
-    return " ".join([*SHORT_LIVED_FLAGS, f"-XX:SharedArchiveFile={archive}", *QUIET_CDS])
+    return " ".join([*SHORT_LIVED_FLAGS, *sql_flags(), f"-XX:SharedArchiveFile={archive}", *QUIET_CDS])
 
 
 def use_short_lived_drivers() -> None:
@@ -75,16 +92,28 @@ def use_short_lived_drivers() -> None:
 
 
 @contextmanager
-def long_lived_jvm() -> Iterator[None]:
-    """A JVM started in the block gets Spark's defaults (the short-lived flags removed, if
-    they are what `use_short_lived_drivers` set)."""
+def long_lived_jvm(*, codegen: bool = False) -> Iterator[None]:
+    """A JVM started in the block gets the JVM's defaults, and evaluates SQL as `sql_flags`
+    says (``codegen``: compiled, as users run it), if ``SPARK_SUBMIT_OPTS`` is what
+    `use_short_lived_drivers` set."""
     ours = os.environ.get(_ENV) == short_lived_options(class_archive())
     saved = os.environ.pop(_ENV) if ours else None
+    if ours and not codegen and sql_flags():
+        os.environ[_ENV] = " ".join(sql_flags())
     try:
         yield
     finally:
         if saved is not None:
             os.environ[_ENV] = saved
+
+
+def compiled_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a pytest run in a subprocess whose Spark sessions compile their queries (its
+    conftest then sets the drivers' flags anew, without `INTERPRETED`)."""
+    out = {**env, CODEGEN_ENV: "1"}
+    if out.get(_ENV) == short_lived_options(class_archive()):
+        del out[_ENV]
+    return out
 
 
 def start_class_archive() -> subprocess.Popen | str:
@@ -107,7 +136,7 @@ def start_class_archive() -> subprocess.Popen | str:
     partial = archive.with_suffix(f".{os.getpid()}.partial")
     # a user's SPARK_CONF_DIR would put a non-empty folder on the class path: no archive then
     env = {k: v for k, v in os.environ.items() if k not in (_ENV, "SPARK_CONF_DIR")}
-    env[_ENV] = " ".join([*SHORT_LIVED_FLAGS, f"-XX:ArchiveClassesAtExit={partial}", *QUIET_CDS])
+    env[_ENV] = " ".join([*SHORT_LIVED_FLAGS, *sql_flags(), f"-XX:ArchiveClassesAtExit={partial}", *QUIET_CDS])
     log = open(ARCHIVES / "build.log", "w")
     with log:
         proc = subprocess.Popen([sys.executable, "-m", "tests.jvm", str(partial), str(archive)], cwd=str(REPO),

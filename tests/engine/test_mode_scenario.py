@@ -108,6 +108,9 @@ def test_where_spark_runs(spark):
     import psutil
 
     children = [p.name() for p in psutil.Process().children(recursive=True)]
+    # compiled, as users run it (the rest of the suite runs SQL interpreted: tests/jvm.py)
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
     if REMOTE:
         from pyspark import SparkContext
 

@@ -6,7 +6,8 @@ WATERLINE_SPARK_MASTER or WATERLINE_SPARK_REMOTE set: a classic driver and a
 Connect client cannot share a process with this one's classic session (one
 SparkContext per JVM; pyspark switches a whole process to Connect once a Connect
 session exists). The subprocess runs the differential test (reduced: 1 example of
-10 histories, 4 operations), `test_mode_scenario.py` and a stream drain.
+10 histories, 4 operations), `test_mode_scenario.py` and a stream drain, with Spark's
+code generation on, as users run it (the rest of the suite runs SQL interpreted: tests/jvm.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.jvm import long_lived_jvm
+from tests.jvm import compiled_env, long_lived_jvm
 
 pytestmark = [
     pytest.mark.spark,
@@ -37,7 +38,8 @@ MODES = {"cluster": "WATERLINE_SPARK_MASTER", "connect": "WATERLINE_SPARK_REMOTE
 
 def _run_mode(env_name: str, url: str) -> str | None:
     """Run MODULES against ``url`` in a subprocess; the failure report, or None when all passed."""
-    env = {k: v for k, v in os.environ.items() if k not in MODES.values()}
+    # compiled SQL, as users run it: the rest of the suite evaluates it interpreted (tests/jvm.py)
+    env = compiled_env({k: v for k, v in os.environ.items() if k not in MODES.values()})
     env.update({env_name: url, "WATERLINE_ENGINE_EXAMPLES": "1", "WATERLINE_ENGINE_HISTORIES": "10",
                 "WATERLINE_ENGINE_PLAN_LENGTH": "4"})
     started = time.monotonic()
@@ -58,7 +60,7 @@ def test_engine_on_a_standalone_cluster_and_over_spark_connect(tmp_path_factory)
 
     state_dir = tmp_path_factory.mktemp("spark-cluster")
     started = time.monotonic()
-    with long_lived_jvm():  # the Connect server serves both modes' runs
+    with long_lived_jvm(codegen=True):  # the Connect server serves both modes' runs
         state = cluster.start(state_dir, workers=2, worker_cores=1, worker_memory="1g")
     print(f"local cluster + Connect server started in {time.monotonic() - started:.1f}s")
     try:
