@@ -109,8 +109,8 @@ def test_where_spark_runs(spark):
 
     children = [p.name() for p in psutil.Process().children(recursive=True)]
     # compiled, as users run it (the rest of the suite runs SQL interpreted: tests/jvm.py)
-    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
-    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    compiled = (spark.conf.get("spark.sql.codegen.wholeStage"), spark.conf.get("spark.sql.codegen.factoryMode"))
+    assert compiled == ("true", "FALLBACK"), f"{compiled}: run it from test_spark_modes.py, or WATERLINE_TEST_CODEGEN=1"
     if REMOTE:
         from pyspark import SparkContext
 
