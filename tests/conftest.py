@@ -36,6 +36,36 @@ _ARCHIVE = pytest.StashKey[object]()
 def pytest_collection_modifyitems(config, items):
     config.stash[_USES_SPARK] = any("spark" in item.fixturenames or item.get_closest_marker("spark")
                                     for item in items)
+    if hasattr(config, "workerinput"):  # every worker orders alike: xdist checks the collections match
+        items[:] = heavy_first(items, int(config.workerinput["workercount"]))
+
+
+def heavy_first(items: list, workers: int) -> list:
+    """``items`` reordered so that each of ``workers`` contiguous, equal slices (how xdist's
+    work stealing first hands out the run) starts with its share of the modules marked
+    ``heavy(core_minutes)``, greedily balanced by that cost, whole modules kept together (their
+    module fixtures set up once). A test of many CPU minutes that starts late in a slice ends
+    the run on one worker while the other idles; started first, the light tests fill around it."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.module.__name__ if item.module else item.nodeid, []).append(item)
+    heavy = {name: group for name, group in modules.items() if group[0].get_closest_marker("heavy")}
+    if workers < 2 or not heavy:
+        return items
+    bins: list[list] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for name in sorted(heavy, key=lambda n: -heavy[n][0].get_closest_marker("heavy").args[0]):
+        i = load.index(min(load))
+        bins[i] += heavy[name]
+        load[i] += heavy[name][0].get_closest_marker("heavy").args[0]
+    light = [item for name, group in modules.items() if name not in heavy for item in group]
+    out: list = []
+    for i, chunk in enumerate(bins):
+        size = (len(items) * (i + 1)) // workers - len(out)  # xdist's split: len(pending) // nodes left
+        take = max(0, size - len(chunk))
+        out += chunk + light[:take]
+        light = light[take:]
+    return out + light
 
 
 @pytest.fixture(scope="session", autouse=True)

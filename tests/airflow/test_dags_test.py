@@ -35,7 +35,7 @@ from waterline.clock import SystemClock, format_instant
 from waterline.engine.log.lease import feed_lease
 from waterline.engine.log.timeliness import appearances
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.heavy(6)]
 
 PROVED = re.compile(r"audit f/(\w+): (\d+) commits, (\d+) rows released, least margin [^,]+, (\d+) breaches")
 LEAD = 20  # the trigger fires this long before the due moment; the task starts Spark and waits

@@ -39,7 +39,7 @@ from tests.engine import feedkit
 from waterline.clock import SystemClock, format_instant
 from waterline.engine.log.timeliness import appearances
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.heavy(5)]
 
 ARTIFACTS = REPO / "test-artifacts"
 LEAD = 20

@@ -20,6 +20,7 @@ import pytest
 from tests.dagster import deploy
 from tests.dagster.feeds import rows, write_partition, write_spec_yaml
 
+pytestmark = pytest.mark.heavy(4)
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 

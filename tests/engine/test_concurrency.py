@@ -23,7 +23,7 @@ from tests.engine.feedkit import PAYLOAD, _micros, read_tier
 from tests.engine.model import FeedModel, expected_tier
 from waterline.semantics import Version
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.heavy(4)]
 REPO = Path(__file__).resolve().parents[2]
 DRIVERS = {"a": 11, "b": 22, "c": 33}  # partition -> seed
 # Operations in all, split over the drivers (WATERLINE_CONCURRENCY_OPS to change).

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from tests.engine.feedkit import PAYLOAD, far_future_clock, make_spec, read_tier, write_partition
 from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_outlook, expected_tier
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.heavy(8)]
 
 BASE_US = 1_767_261_600_000_000  # 2026-01-01T10:00:00Z
 HISTORIES_PER_EXAMPLE = int(os.environ.get("WATERLINE_ENGINE_HISTORIES", "50"))

@@ -12,7 +12,7 @@ from tests.airflow.home import AirflowHome
 from tests.streams.kafkakit import DAY, HOUR, iso, new_topic, produce, stream_spec
 from waterline import load
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e]
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.heavy(2)]
 
 
 def _tier(spec, spark, tier: str) -> dict[str, float]:

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import polars
+import pytest
 
 from tests.interop.test_readers import _duckdb as duckdb_with_delta
 from tests.streams.kafkakit import Quote, new_topic, produce, quote_value, quotes_model, stream_spec
@@ -31,6 +32,7 @@ from waterline.engine.core import faults
 from waterline.engine.delta import storage
 from waterline.engine.spark.stream_ingest import applied_batch
 
+pytestmark = pytest.mark.heavy(13)
 CLI = str(Path(sys.executable).with_name("waterline"))
 PER_BATCH = 6
 CHUNK = 4 * PER_BATCH  # quotes produced whenever the runs so far applied all there were
