@@ -31,7 +31,8 @@ from waterline.clock import Clock, SystemClock
 from waterline.engine.core import faults
 from waterline.engine.core.results import ReleaseResult, StreamBatchResult, combine_releases
 from waterline.engine.delta import storage
-from waterline.engine.delta.table_log import TableLog
+from waterline.engine.delta.objects import read_object
+from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.engine.log.status import read_feed_status
 from waterline.engine.spark.release import release
 from waterline.engine.spark.spark_errors import spark_message
@@ -176,6 +177,12 @@ class _RemoteFollower:
         self.seen_version = start_version
 
     def catch_up(self) -> None:
+        # Asked 5 times a second: one small object read (the next commit file, absent until
+        # the next batch commits) rather than loading held's whole log, whose files grow
+        # with every batch until gc.
+        if self.seen_version is not None:
+            if read_object(commit_path(self.spec.held_path, self.seen_version + 1)) is None:
+                return
         held = TableLog.open(self.spec.held_path)
         if held.version is None or held.version == self.seen_version:
             return
