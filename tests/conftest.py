@@ -48,17 +48,19 @@ def heavy_first(items: list, workers: int) -> list:
     the run on one worker while the other idles; started first, the light tests fill around it."""
     modules: dict[str, list] = {}
     for item in items:
-        modules.setdefault(item.module.__name__ if item.module else item.nodeid, []).append(item)
-    heavy = {name: group for name, group in modules.items() if group[0].get_closest_marker("heavy")}
-    if workers < 2 or not heavy:
+        module = getattr(item, "module", None)  # None: not a Python test (a doctest file's, say)
+        modules.setdefault(module.__name__ if module else item.nodeid, []).append(item)
+    cost = {name: marker.args[0] for name, group in modules.items()
+            if (marker := group[0].get_closest_marker("heavy")) is not None}
+    if workers < 2 or not cost:
         return items
     bins: list[list] = [[] for _ in range(workers)]
     load = [0.0] * workers
-    for name in sorted(heavy, key=lambda n: -heavy[n][0].get_closest_marker("heavy").args[0]):
+    for name in sorted(cost, key=cost.__getitem__, reverse=True):
         i = load.index(min(load))
-        bins[i] += heavy[name]
-        load[i] += heavy[name][0].get_closest_marker("heavy").args[0]
-    light = [item for name, group in modules.items() if name not in heavy for item in group]
+        bins[i] += modules[name]
+        load[i] += cost[name]
+    light = [item for name, group in modules.items() if name not in cost for item in group]
     out: list = []
     for i, chunk in enumerate(bins):
         size = (len(items) * (i + 1)) // workers - len(out)  # xdist's split: len(pending) // nodes left
