@@ -6,8 +6,9 @@ import pytest
 
 from tests.jvm import finish_class_archive, long_lived_jvm, start_class_archive, use_short_lived_drivers
 
-# the fault proxy (tests/faults, tests/streams); each test's CPU (tests/cputime.py)
-pytest_plugins = ["tests.faults.fixtures", "tests.cputime"]
+# the fault proxy (tests/faults, tests/streams); each test's CPU (tests/cputime.py); heavy
+# modules first in a parallel run (tests/scheduling.py)
+pytest_plugins = ["tests.faults.fixtures", "tests.cputime", "tests.scheduling"]
 
 use_short_lived_drivers()  # every Spark driver a test starts in a subprocess (tests/jvm.py)
 
@@ -36,38 +37,6 @@ _ARCHIVE = pytest.StashKey[object]()
 def pytest_collection_modifyitems(config, items):
     config.stash[_USES_SPARK] = any("spark" in item.fixturenames or item.get_closest_marker("spark")
                                     for item in items)
-    if hasattr(config, "workerinput"):  # every worker orders alike: xdist checks the collections match
-        items[:] = heavy_first(items, int(config.workerinput["workercount"]))
-
-
-def heavy_first(items: list, workers: int) -> list:
-    """``items`` reordered so that each of ``workers`` contiguous, equal slices (how xdist's
-    work stealing first hands out the run) starts with its share of the modules marked
-    ``heavy(core_minutes)``, greedily balanced by that cost, whole modules kept together (their
-    module fixtures set up once). A test of many CPU minutes that starts late in a slice ends
-    the run on one worker while the other idles; started first, the light tests fill around it."""
-    modules: dict[str, list] = {}
-    for item in items:
-        module = getattr(item, "module", None)  # None: not a Python test (a doctest file's, say)
-        modules.setdefault(module.__name__ if module else item.nodeid, []).append(item)
-    cost = {name: marker.args[0] for name, group in modules.items()
-            if (marker := group[0].get_closest_marker("heavy")) is not None}
-    if workers < 2 or not cost:
-        return items
-    bins: list[list] = [[] for _ in range(workers)]
-    load = [0.0] * workers
-    for name in sorted(cost, key=cost.__getitem__, reverse=True):
-        i = load.index(min(load))
-        bins[i] += modules[name]
-        load[i] += cost[name]
-    light = [item for name, group in modules.items() if name not in cost for item in group]
-    out: list = []
-    for i, chunk in enumerate(bins):
-        size = (len(items) * (i + 1)) // workers - len(out)  # xdist's split: len(pending) // nodes left
-        take = max(0, size - len(chunk))
-        out += chunk + light[:take]
-        light = light[take:]
-    return out + light
 
 
 @pytest.fixture(scope="session", autouse=True)

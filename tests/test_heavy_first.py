@@ -1,4 +1,4 @@
-"""The suite's own scheduling (tests/conftest.py `heavy_first`): what each xdist worker gets first."""
+"""The suite's own scheduling (tests/scheduling.py `heavy_first`): what each xdist worker gets first."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import heavy_first
+from tests.scheduling import heavy_first
 
 
 def _items(modules: dict[str, tuple[int, float | None]]) -> list:
