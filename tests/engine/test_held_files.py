@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waterline.engine.core.held_stats import HeldFile, candidate_scope, outlook
+from waterline.engine.core.held_stats import HeldFile, candidate_scope, outlook, step_files
 from waterline.semantics import NEG_INF, POS_INF, takeover
 
 T = "t"
@@ -100,6 +100,35 @@ def test_candidate_scope_covers_every_candidate_and_its_governing_version(fs, lo
             # partition here): the due one with the greatest seq, never below the floor
             governing = max(q for p, q, v2, r2 in rows if p == partition and takeover(v2, removed=r2) <= w)
             assert scope.seq_floor is None or governing >= scope.seq_floor
+
+
+@settings(max_examples=300, deadline=None)
+@given(fs=files_strategy, low=st.integers(0, 40), dw=st.integers(0, 20), s0=st.integers(0, 6), seq=st.integers(1, 6))
+def test_step_files_hold_every_row_a_release_reads_and_settle_the_rest_exactly(fs, low, dw, s0, seq):
+    """A release that reads files (`step_files`) instead of partitions sees every row its
+    candidates and governing versions come from, and its outlook (the read rows with a
+    boundary after W, plus the settled files) equals brute force over every row."""
+    w = low + dw
+    files = _files([rows for rows, _ in fs], [drop for _, drop in fs])
+    scope = candidate_scope(files, T, low=low, s0=s0, w=w)
+    read = step_files(files, T, w=w, seq=seq, scope=scope)
+    read_ids = {id(f) for f in read.files}
+    read_rows = [r for f, (rows, _) in zip(files, fs) if id(f) in read_ids for r in rows if r[1] <= seq]
+    rows = [r for rows, _ in fs for r in rows if r[1] <= seq]
+    for r in rows:
+        partition, s, v, removed = r
+        if partition in scope.partitions and takeover(v, removed=removed) <= w and (
+                scope.seq_floor is None or s >= scope.seq_floor):
+            assert r in read_rows  # an input of `desired_rows`
+    open_rows = [r for r in read_rows if (NEG_INF if r[3] else _last(r[2])) > w]
+    pending = read.pending + sum(1 for _, _, v, rem in open_rows if takeover(v, removed=rem) > w)
+    assert pending == sum(1 for _, _, v, rem in rows if takeover(v, removed=rem) > w)
+    nexts = [read.next_due] + [_next_boundary(v, w) for _, _, v, rem in open_rows if not rem]
+    expected = [_next_boundary(v, w) for _, _, v, rem in rows if not rem]
+    assert min((x for x in nexts if x is not None), default=None) == min((x for x in expected if x is not None),
+                                                                         default=None)
+    counts = [f.records for f in read.files]
+    assert read.rows == (None if None in counts else sum(counts))
 
 
 def test_candidate_scope_floor_skips_the_history_of_a_tier_released_every_batch():

@@ -36,6 +36,7 @@ class HeldFile:
     tau_min: dict[str, int | None]
     tau_max: dict[str, int | None]
     last_max: dict[str, int | None]
+    path: str = ""  # as the log names it (relative to the table, URL-encoded)
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,43 @@ def single_ingest_partitions(files: Sequence[HeldFile]) -> set[str]:
         exact = f.seq_min is not None and f.seq_min == f.seq_max
         seqs.setdefault(f.partition, set()).add(f.seq_min if exact else None)
     return {p for p, s in seqs.items() if len(s) == 1 and None not in s}
+
+
+@dataclass(frozen=True)
+class StepFiles:
+    """The held files one tier step must read when it reads files rather than partitions
+    (`step_files`), and what statistics settle without reading."""
+
+    files: tuple[HeldFile, ...]
+    rows: int | None  # in ``files`` (None: a file without a row count)
+    pending: int  # versions with takeover > W in settled files
+    next_due: int | None  # min takeover among them
+
+
+def step_files(files: Sequence[HeldFile], tier: str, *, w: int, seq: int, scope: CandidateScope) -> StepFiles:
+    """File by file, what a tier step at (w, seq) reads: every file that may hold a due
+    version at or above ``scope``'s seq floor in its partitions (`desired_rows`' input) or
+    a visibility boundary after W (the outlook's). A file whose every version takes over
+    after W is settled by its statistics, as `outlook` settles whole partitions: its rows
+    are pending, its min(tau) the next boundary. Reading these files instead of whole
+    partitions gives the same candidates, governing versions and outlook: a row in a
+    skipped file passes neither read's filter."""
+    scoped = set(scope.partitions)
+    floor = scope.seq_floor
+    read: list[HeldFile] = []
+    pending, nexts = 0, []
+    for f in files:
+        if _gt(f.seq_min, seq):
+            continue
+        if f.records is not None and _le(f.seq_max, seq) and _gt(f.tau_min[tier], w):
+            pending += f.records
+            nexts.append(f.tau_min[tier])
+            continue
+        due = f.partition in scoped and not _gt(f.tau_min[tier], w) and not (
+            floor is not None and f.seq_max is not None and f.seq_max < floor)
+        behind = _le(f.tau_max[tier], w) and _le(f.last_max[tier], w)
+        if due or not behind:
+            read.append(f)
+    counts = [f.records for f in read]
+    return StepFiles(files=tuple(read), rows=None if None in counts else sum(counts),
+                     pending=pending, next_due=min(nexts, default=None))

@@ -377,7 +377,7 @@ class TableLog:
             return actions.get(name, [None] * n)
 
         tiers = list(tiers)
-        partitions = column(f"partition.{C.PARTITION}")
+        partitions, paths = column(f"partition.{C.PARTITION}"), column("path")
         records = column("num_records")
         seq_min, seq_max = column(f"min.{C.SEQ}"), column(f"max.{C.SEQ}")
         stats = {t: (column(f"min.{C.tau(t)}"), column(f"max.{C.tau(t)}"), column(f"max.{C.last(t)}")) for t in tiers}
@@ -387,6 +387,7 @@ class TableLog:
                 tau_min={t: stats[t][0][i] for t in tiers},
                 tau_max={t: stats[t][1][i] for t in tiers},
                 last_max={t: stats[t][2][i] for t in tiers},
+                path=paths[i],
             )
             for i in range(n)
         ]

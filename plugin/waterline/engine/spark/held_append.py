@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -29,6 +30,7 @@ from waterline.engine.core.keys import duplicate_keys_error
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta import storage
+from waterline.engine.delta.arrow_files import write_partitioned as write_partitioned_arrow
 from waterline.engine.delta.commit import FileActions, append_commit, checkpoint_if_due, table_unsupported, write_commit
 from waterline.engine.delta.gate import warn_slow_path
 from waterline.engine.delta.parquet_files import data_files, partition_folder, stats_columns, written_files
@@ -97,6 +99,12 @@ def write_partitioned(versions: DataFrame, columns: list[str], held_path: str, t
     under one folder per partition, which `commit` names with their partition values."""
     write_parquet(versions.select(*columns), storage.join(held_path, _data(token)), mode="append",
                   options=_WRITE_OPTIONS, partition_by=C.PARTITION)
+
+
+def write_arrow(versions: pa.Table, columns: list[str], held_path: str, token: str) -> None:
+    """`write_partitioned` for versions collected on the driver (a small batch): written from
+    there, in the layout `commit` reads as committed (`arrow_files.write_partitioned`)."""
+    write_partitioned_arrow(versions.select(columns), storage.join(held_path, _data(token)), partition_by=C.PARTITION)
 
 
 def check_keys(spark: SparkSession, spec: FeedSpec, token: str, partition: str, key: StructType) -> None:

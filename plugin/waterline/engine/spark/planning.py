@@ -12,12 +12,13 @@ Those identities are the *candidates* (`TierStep.candidate_filter`); for each,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
-from waterline.engine.core.held_stats import CandidateScope, HeldFile, outlook
+from waterline.engine.core.held_stats import CandidateScope, HeldFile, StepFiles, outlook
 from waterline.engine.core.results import TierRelease
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
@@ -69,16 +70,16 @@ class TierStep:
         return due & ((F.col(C.SEQ) > self.s0) | ((F.col(C.last(t)) > low) & crossed))
 
 
-def plan_step(spec: FeedSpec, tier: str, held: DataFrame, target: int, seq: int,
+def plan_step(spec: FeedSpec, tier: str, held_columns: Sequence[str], target: int, seq: int,
               log: TableLog | None = None) -> TierStep | TierRelease:
     """The tier's step, or its final result when it is on hold or already at (W, seq).
-    ``log``: the tier's log as the caller read it (else it is read)."""
+    ``held_columns``: the held table's; ``log``: the tier's log as the caller read it (else it is read)."""
     log = log if log is not None else TableLog.open(spec.tier_path(tier))
     state = log.tier_state()
     w0, s0 = state.w, state.seq
     if state.hold:
         return TierRelease(tier=tier, w_us=w0, previous_w_us=w0, seq=s0, held=True)
-    check_tiers_scheduled(spec, held.columns, tiers=[tier])
+    check_tiers_scheduled(spec, held_columns, tiers=[tier])
     w = target if w0 is None else max(w0, target)  # the waterline never goes back
     reconcile = log.rows_changed_by_others()
     if w0 is not None and w == w0 and seq == s0 and not reconcile:
@@ -150,22 +151,37 @@ def tier_outlook(held: DataFrame, files: list[HeldFile], steps: list[TierStep]) 
     if to_read:
         aggs, still_open = [], F.lit(False)
         for i, step in enumerate(steps):
-            t, w = step.tier, step.w
-            open_ = F.col(C.PARTITION).isin(sorted(known[t].open_partitions)) & (F.col(C.last(t)) > w)
+            open_ = F.col(C.PARTITION).isin(sorted(known[step.tier].open_partitions)) & (F.col(C.last(step.tier)) > step.w)
             still_open = still_open | open_
-            tau, end = C.tau(t), stored_end_sql(t)
-            next_boundary = F.expr(  # a NULL array is [tau, end): see `stored_vis_sql`
-                f"CASE WHEN {C.vis(t)} IS NULL THEN (CASE WHEN {tau} > {w} THEN {tau} "
-                f"WHEN ({end}) > {w} AND ({end}) < {POS_INF} THEN {end} ELSE {POS_INF} END) "
-                f"ELSE aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
-                f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
-                f"ELSE {POS_INF} END)) END"
-            )
-            aggs += [F.min(F.when(open_, next_boundary)).alias(f"n{i}"),
-                     F.count(F.when(open_ & (F.col(C.tau(t)) > w), 1)).alias(f"p{i}")]
+            aggs += _outlook_aggs(step, open_, i)
         row = held.filter(F.col(C.PARTITION).isin(to_read)).filter(still_open).agg(*aggs).collect()[0]
-    out = {}
-    for i, step in enumerate(steps):
-        nexts = [x for x in (known[step.tier].next_due, row and row[f"n{i}"]) if x is not None and x < POS_INF]
-        out[step.tier] = (min(nexts) if nexts else None), known[step.tier].pending + (row[f"p{i}"] if row else 0)
-    return out
+    return {step.tier: _outlook(known[step.tier].next_due, known[step.tier].pending, row, i)
+            for i, step in enumerate(steps)}
+
+
+def local_outlook(held: DataFrame, step: TierStep, read: StepFiles) -> tuple[int | None, int]:
+    """`tier_outlook` of one step whose held rows are ``read``'s files (`step_files`), as
+    ``held`` has them: the rows with a boundary after W, plus what statistics settled."""
+    open_ = F.col(C.last(step.tier)) > step.w
+    row = held.filter(open_).agg(*_outlook_aggs(step, open_, 0)).collect()[0] if read.files else None
+    return _outlook(read.next_due, read.pending, row, 0)
+
+
+def _outlook_aggs(step: TierStep, open_: Column, i: int) -> list[Column]:
+    """The next boundary after W and the pending count among the ``open_`` rows."""
+    t, w = step.tier, step.w
+    tau, end = C.tau(t), stored_end_sql(t)
+    next_boundary = F.expr(  # a NULL array is [tau, end): see `stored_vis_sql`
+        f"CASE WHEN {C.vis(t)} IS NULL THEN (CASE WHEN {tau} > {w} THEN {tau} "
+        f"WHEN ({end}) > {w} AND ({end}) < {POS_INF} THEN {end} ELSE {POS_INF} END) "
+        f"ELSE aggregate({C.vis(t)}, CAST({POS_INF} AS BIGINT), (acc, i) -> least(acc, "
+        f"CASE WHEN i.start > {w} THEN i.start WHEN i.`end` > {w} AND i.`end` < {POS_INF} THEN i.`end` "
+        f"ELSE {POS_INF} END)) END"
+    )
+    return [F.min(F.when(open_, next_boundary)).alias(f"n{i}"),
+            F.count(F.when(open_ & (F.col(C.tau(t)) > w), 1)).alias(f"p{i}")]
+
+
+def _outlook(next_due: int | None, pending: int, row, i: int) -> tuple[int | None, int]:
+    nexts = [x for x in (next_due, row and row[f"n{i}"]) if x is not None and x < POS_INF]
+    return (min(nexts) if nexts else None), pending + (row[f"p{i}"] if row else 0)

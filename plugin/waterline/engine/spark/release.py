@@ -99,7 +99,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
         held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
         steps = []
         for tier in tiers:
-            step_or_result = plan_step(spec, tier, held, target, seq)
+            step_or_result = plan_step(spec, tier, held.columns, target, seq)
             if isinstance(step_or_result, TierRelease):
                 results[tier] = step_or_result
             else:
@@ -136,7 +136,7 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
     keys = [C.PARTITION, *spec.key]
     payload = [c for c in held.columns if not C.is_system(c)]
     for tier in spec.tiers:
-        step = plan_step(spec, tier, held, w_us, seq)
+        step = plan_step(spec, tier, held.columns, w_us, seq)
         if isinstance(step, TierRelease):  # on hold, or nothing to do at w_us
             continue
         read_delta(spark, spec.tier_path(tier)).schema  # noqa: B018  (the tier's snapshot, for its MERGE)

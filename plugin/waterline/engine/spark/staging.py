@@ -27,11 +27,12 @@ from pyspark.sql import functions as F
 from waterline.clock import Clock
 from waterline.engine.core import columns as C
 from waterline.engine.core.event_time import target_waterline
-from waterline.engine.core.held_stats import CandidateScope, candidate_scope, single_ingest_partitions
+from waterline.engine.core.held_stats import CandidateScope, candidate_scope, single_ingest_partitions, step_files
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
 from waterline.engine.delta.actions import AddFile, RemoveFile
+from waterline.engine.delta.arrow_files import DataFile, write_partitioned
 from waterline.engine.delta.commit import FileActions, table_unsupported
 from waterline.engine.delta.gate import warn_slow_path
 from waterline.engine.delta.objects import delete_tree
@@ -40,7 +41,9 @@ from waterline.engine.delta.stages import STAGE_DIR
 from waterline.engine.log.staged import StagedRelease, StagedTier, stage_folder
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.committer import write_parquet
-from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
+from waterline.engine.spark.local_frames import collect_arrow, fits, local_frame, write_local
+from waterline.engine.spark.planning import (PRESENT, REASON, TierStep, desired_rows, local_outlook, plan_step,
+                                             tier_outlook)
 from waterline.engine.spark.tables import change_feed_enabled, table_schema
 from waterline.spec import FeedSpec
 
@@ -77,13 +80,13 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
     held_state = held_log.held_state(spec.feed)
     seq = held_state.seq
     target = target_us if target_us is not None else target_waterline(spec, held_state, w_us, w_us)
-    held = _read(spark, spec.held_path, held_log.version).filter(f"{C.SEQ} <= {seq}")
+    held_schema = table_schema(held_log)
     token = new_token()
     steps: list[TierStep] = []
     settled: list[TierRelease] = []
     for tier in tier_logs:
         # the state from the same snapshot as the version the commit will check
-        step = plan_step(spec, tier, held, target, seq, log=tier_logs[tier])
+        step = plan_step(spec, tier, held_schema.fieldNames(), target, seq, log=tier_logs[tier])
         if isinstance(step, TierStep) and step.reconcile:
             log.info("feed %s: release not pre-staged: tier %s was changed by another writer", spec.feed, tier)
             return None  # the Spark path reconciles it (a MERGE that also deletes what no version accounts for)
@@ -91,15 +94,26 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
     staged_tiers: list[StagedTier] = []
     if steps:
         files = held_log.held_files(spec.tiers)
-        outlooks = tier_outlook(held, files, steps)
         single = single_ingest_partitions(files)
+        planned = []
         for step in steps:
-            next_due, pending = outlooks[step.tier]
+            scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
+            read = step_files(files, step.tier, w=step.w, seq=step.seq, scope=scope)
+            planned.append((step, scope, read if fits(read.rows) else None))
+        in_spark = [step for step, _, read in planned if read is None]
+        spark_held = _read(spark, spec.held_path, held_log.version).filter(f"{C.SEQ} <= {seq}") if in_spark else None
+        outlooks = tier_outlook(spark_held, files, in_spark) if in_spark else {}
+        for step, scope, read in planned:
+            if read is None:
+                held, (next_due, pending) = spark_held, outlooks[step.tier]
+            else:
+                held = local_frame(spark, spec.held_path, [DataFile(f.path, {C.PARTITION: f.partition}) for f in read.files],
+                                   held_schema).filter(f"{C.SEQ} <= {seq}")
+                next_due, pending = local_outlook(held, step, read)
             state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
                               next_due=next_due, pending=pending, n=step.n, token=token)
-            scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
             staged_tiers.append(_stage_tier(spark, spec, step, state, held, scope, single,
-                                            tier_logs[step.tier], token))
+                                            tier_logs[step.tier], token, local=read is not None))
     return StagedRelease(
         feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
         steps=tuple(staged_tiers), settled=tuple(settled),
@@ -111,8 +125,11 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
 
 
 def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
-                scope: CandidateScope, single: set[str], tier_log: TableLog, token: str) -> StagedTier:
-    """One tier's files at ``step.w``: its rows that change, rewritten around the ones that do not."""
+                scope: CandidateScope, single: set[str], tier_log: TableLog, token: str, *,
+                local: bool) -> StagedTier:
+    """One tier's files at ``step.w``: its rows that change, rewritten around the ones that do not.
+    ``local``: ``held`` was read on the driver (`local_frames`); the tier's rows are too when
+    they are few, and then the files are written from the driver."""
     staged = StagedTier(base=tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
         tier=step.tier, w_us=state.w, previous_w_us=step.w0, seq=state.seq, next_due_us=state.next_due))
     partitions = list(scope.partitions)
@@ -126,12 +143,20 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
     in_tier = sorted(tier_log.partitions().intersection(partitions))
     if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
         return _stage_inserts(spec, staged, desired, columns, token,
-                              shuffle=any(p not in single for p in partitions))
-    old = (
-        _read(spark, spec.tier_path(step.tier), tier_log.version)
-        .filter(F.col(C.PARTITION).isin(in_tier))
-        .select(*columns, F.col("_metadata.file_path").alias(_FILE))
-    )
+                              shuffle=any(p not in single for p in partitions), local=local)
+    local = local and fits(tier_log.row_count(in_tier))
+    if local:
+        wanted = set(in_tier)
+        old = local_frame(spark, spec.tier_path(step.tier),
+                          [DataFile(a["path"], a["partitionValues"]) for a in tier_log.file_actions()
+                           if a["partitionValues"].get(C.PARTITION) in wanted],
+                          schema, file_column=_FILE).select(*columns, _FILE)
+    else:
+        old = (
+            _read(spark, spec.tier_path(step.tier), tier_log.version)
+            .filter(F.col(C.PARTITION).isin(in_tier))
+            .select(*columns, F.col("_metadata.file_path").alias(_FILE))
+        )
     s, t = desired.alias("s"), old.alias("t")
     changed = " OR ".join(f"t.{c} <> s.{c}" for c in (C.SEQ, C.START, C.END))
     changes = (
@@ -164,14 +189,15 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         )
         if not any(by_action.values()):
             return staged
-        files = _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, tier_log, touched)
+        files = _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, tier_log, touched,
+                             local=local)
         return replace(staged, files=files)
     finally:
         changes.unpersist()
 
 
 def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, columns: list[str], token: str,
-                   *, shuffle: bool) -> StagedTier:
+                   *, shuffle: bool, local: bool) -> StagedTier:
     """A tier step whose partitions have no tier row yet: no tier read, no join, no change
     data (a commit with only adds reads as inserts in the change feed); the present rows
     are written in one pass that also counts the candidates.
@@ -179,19 +205,14 @@ def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, colum
     ``shuffle``: rows come out of a grouping, spread over its shuffle partitions; one
     shuffle by partition keeps one file per partition and task as the single-ingest
     scan has without it."""
-    observation = Observation(f"waterline_stage_{token}_{staged.tier}")
-    counted = (F.count(F.lit(1)).alias("candidates"), F.count(F.when(F.col(PRESENT), 1)).alias("present"))
-    rows = desired.observe(observation, *counted).filter(F.col(PRESENT)).select(*columns)
-    if shuffle:
-        rows = rows.repartition(C.PARTITION)
     folder = stage_folder(spec, staged.tier, token)
-    write_parquet(rows, f"{folder}/data", mode="error", partition_by=C.PARTITION)
-    try:
-        counts = observation.get
-    except Exception:  # classic Spark has no metrics for a scan of no file (it raises) ...
-        counts = {}
-    if "candidates" not in counts:  # ... and Spark Connect returns an empty dict: count apart
-        counts = desired.agg(*counted).collect()[0].asDict()
+    if local:
+        found = collect_arrow(desired.select(*columns, PRESENT))
+        present = found.column(PRESENT)
+        write_partitioned(found.filter(present).drop_columns([PRESENT]), f"{folder}/data", partition_by=C.PARTITION)
+        counts = {"candidates": found.num_rows, "present": present.to_pylist().count(True)}
+    else:
+        counts = _write_inserts(desired, columns, f"{folder}/data", token, staged.tier, shuffle=shuffle)
     staged = _counted(staged, released=counts["present"], candidates=counts["candidates"])
     if not staged.result.released:  # the commit records the state alone: leave no folder its token would keep
         delete_tree(folder)
@@ -200,6 +221,24 @@ def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, colum
     metrics = {"numTargetRowsInserted": staged.result.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
                "numTargetFilesAdded": len(adds), "numTargetFilesRemoved": 0, "numTargetChangeFilesAdded": 0}
     return replace(staged, files=FileActions(adds=tuple(adds), metrics={k: str(v) for k, v in metrics.items()}))
+
+
+def _write_inserts(desired: DataFrame, columns: list[str], folder: str, token: str, tier: str, *,
+                   shuffle: bool) -> dict[str, int]:
+    """Spark writes the present rows under ``folder``; the candidates and present rows counted in that pass."""
+    observation = Observation(f"waterline_stage_{token}_{tier}")
+    counted = (F.count(F.lit(1)).alias("candidates"), F.count(F.when(F.col(PRESENT), 1)).alias("present"))
+    rows = desired.observe(observation, *counted).filter(F.col(PRESENT)).select(*columns)
+    if shuffle:
+        rows = rows.repartition(C.PARTITION)
+    write_parquet(rows, folder, mode="error", partition_by=C.PARTITION)
+    try:
+        counts = observation.get
+    except Exception:  # classic Spark has no metrics for a scan of no file (it raises) ...
+        counts = {}
+    if "candidates" not in counts:  # ... and Spark Connect returns an empty dict: count apart
+        counts = desired.agg(*counted).collect()[0].asDict()
+    return counts
 
 
 def _counted(staged: StagedTier, **counts: int) -> StagedTier:
@@ -216,9 +255,10 @@ def _adds(spec: FeedSpec, tier: str, token: str) -> list[AddFile]:
 
 def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
                  keys: list[str], columns: list[str], by_action: dict[str, int], tier_log: TableLog,
-                 touched: list[str]) -> FileActions:
+                 touched: list[str], *, local: bool) -> FileActions:
     """Write the tier's new data files (and change-data files) under the stage folder; their
-    actions. ``touched``: the tier files holding a row that is updated or deleted (rewritten)."""
+    actions. ``touched``: the tier files holding a row that is updated or deleted (rewritten).
+    ``local``: the rows are few, collected and written from the driver."""
     new_values = [F.col(f"n_{c}").alias(c) for c in columns]
     old_values = [F.col(f"o_{c}").alias(c) for c in columns]
     rewritten = changes.filter(F.col(_ACTION).isin("update", "delete"))
@@ -229,7 +269,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
     )
     new_rows = kept.unionByName(changes.filter(F.col(_ACTION).isin("update", "insert")).select(*new_values))
     folder = stage_folder(spec, tier, token)
-    write_parquet(new_rows.repartition(C.PARTITION), f"{folder}/data", mode="error", partition_by=C.PARTITION)
+    _write(new_rows, f"{folder}/data", local=local)
     adds = _adds(spec, tier, token)
     cdcs: list = []
     if by_action["update"] or by_action["delete"]:
@@ -243,7 +283,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
                         .alias(_CHANGE_TYPE))
             )
         )
-        write_parquet(cdc_rows.repartition(C.PARTITION), f"{folder}/cdc", mode="error", partition_by=C.PARTITION)
+        _write(cdc_rows, f"{folder}/cdc", local=local)
         cdcs = [f.cdc_action() for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/cdc", stats=False)]
     removes = _removes(tier_log, touched)
     metrics = {
@@ -253,6 +293,13 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
     }
     return FileActions(adds=tuple(adds), removes=tuple(removes), cdcs=tuple(cdcs),
                        metrics={k: str(v) for k, v in metrics.items()})
+
+
+def _write(rows: DataFrame, folder: str, *, local: bool) -> None:
+    if local:
+        write_local(rows, folder, partition_by=C.PARTITION)
+    else:
+        write_parquet(rows.repartition(C.PARTITION), folder, mode="error", partition_by=C.PARTITION)
 
 
 def _removes(tier_log: TableLog, touched: list[str]) -> list[RemoveFile]:

@@ -34,12 +34,14 @@ from waterline.engine.core.results import StreamBatchResult
 from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
+from waterline.engine.delta.arrow_files import DataFile
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease
 from waterline.engine.spark import held_append
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
+from waterline.engine.spark.local_frames import collect_arrow, fits, local_lookup
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
@@ -114,9 +116,10 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
-        versions = _versions(spark, spec, batch, rows, plans, held_log.exists, seq=state.seq + 1)
+        local = fits(stats["rows"])
+        versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=local)
         token = new_token()
-        counts = _write(spec, held_log, versions, token)
+        counts = _write(spec, held_log, versions, token, local=local)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
         # a version due before now is due now (late data, removals at minus infinity)
         due_by_tier = {t: max(tau, now) for t, tau in counts["min_tau"].items() if tau is not None}
@@ -214,10 +217,11 @@ def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, d
                   "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
 
 
-def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_exists: bool, *,
-              seq: int) -> DataFrame:
+def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_log: TableLog, *,
+              seq: int, local: bool) -> DataFrame:
     """The held versions the batch appends: each key's last valid record, diffed against the
-    key's current version wherever it is (`waterline.semantics.stream_batch`)."""
+    key's current version wherever it is (`waterline.semantics.stream_batch`). ``local``: a
+    small batch, whose keys are looked up in held on the driver (`local_frames`)."""
     keys = list(spec.key)
     order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
     last = (rows.filter(F.col(REASON).isNull())
@@ -234,7 +238,8 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     # A move is two versions of one seq (the removal in the old partition, the row in the new
     # one): of a key's newest seq, the row that is not a removal is the current version.
     newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
-    current = (read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
+    current = (_current_rows(spark, spec, held_log, last.select(*keys), local=local)
+               .join(last.select(*keys), on=keys, how="left_semi")
                .groupBy(*keys)
                .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"),
                                       F.col(C.PARTITION).alias("p")), newest).alias(_CURRENT)))
@@ -261,6 +266,18 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
             .unionByName(removals.withColumns(stamped).select(*columns)))
 
 
+def _current_rows(spark: SparkSession, spec: FeedSpec, held_log: TableLog, keys: DataFrame, *,
+                  local: bool) -> DataFrame:
+    """Where the batch's keys' current versions are found: held read by Spark, or, for a small
+    batch, held's rows of those keys, read on the driver one file at a time."""
+    if not local:
+        return read_delta(spark, spec.held_path)
+    schema = table_schema(held_log)
+    wanted = StructType([schema[c] for c in dict.fromkeys([*spec.key, C.SEQ, C.REMOVED, C.HASH, C.PARTITION])])
+    files = [DataFile(a["path"], a["partitionValues"]) for a in held_log.file_actions()]
+    return local_lookup(spark, spec.held_path, files, wanted, collect_arrow(keys))
+
+
 def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> TableLog:
     """The held table, empty, with the batch's columns (a stream's first batch; later ones
     append with waterline's commit writer), and the tier tables."""
@@ -272,18 +289,26 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> T
     return TableLog.open(spec.held_path)
 
 
-def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame, token: str) -> dict:
+def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame, token: str, *, local: bool) -> dict:
     """Spark writes the versions as files under ``token`` (uncommitted) and counts them in the
-    same pass (observed metrics). Nothing written (every record equal to its key's current
-    version) leaves no file."""
+    same pass (observed metrics); ``local``: they are collected and written from the driver.
+    Nothing written (every record equal to its key's current version) leaves no file."""
     why_not = held_append.direct_unsupported(held_log, versions.drop(V.KIND).schema)
     if why_not is not None:
         raise WaterlineError(f"feed {spec.feed}: a stream appends with waterline's commit writer, which cannot "
                              f"append to {spec.held_path}: {why_not}")
+    columns = table_schema(held_log).fieldNames()
+    if local:
+        collected = collect_arrow(versions)
+        try:
+            held_append.write_arrow(collected.drop_columns([V.KIND]), columns, spec.held_path, token)
+        except BaseException:
+            held_append.discard(spec.held_path, token)
+            raise
+        return V.arrow_counts(spec, collected)
     observed, counted = V.observe_counts(spec, versions)
     try:
-        held_append.write_partitioned(observed.drop(V.KIND), table_schema(held_log).fieldNames(), spec.held_path,
-                                      token)
+        held_append.write_partitioned(observed.drop(V.KIND), columns, spec.held_path, token)
         return V.observed_counts(spec, counted, versions)
     except BaseException:
         held_append.discard(spec.held_path, token)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
@@ -131,6 +133,14 @@ def _counts(spec: FeedSpec, row) -> dict:
         # A NEG_INF takeover (removal, recall) is due at once: keep it, the sensor clamps to now.
         "min_tau": {t: (v if v is None or v > NEG_INF else NEG_INF) for t, v in min_tau.items()},
     }
+
+
+def arrow_counts(spec: FeedSpec, versions: pa.Table) -> dict:
+    """`version_counts` of versions collected as Arrow (`KIND` and the takeover columns)."""
+    kinds = versions.column(KIND).to_pylist() if versions.num_rows else []
+    row = {"total": versions.num_rows, **{k: kinds.count(k) for k in ("insert", "update", "remove")}}
+    row.update({f"tau_{i}": pc.min(versions.column(C.tau(t))).as_py() for i, t in enumerate(spec.tiers)})
+    return _counts(spec, row)
 
 
 def version_counts(spec: FeedSpec, versions: DataFrame) -> dict:

@@ -1,0 +1,118 @@
+"""A few of a Delta table's data files read into Arrow, and Arrow rows written as files a
+commit of waterline's names. No JVM.
+
+A release whose candidates are few (a stream's batch, a sensor's tick) need not pay
+for Spark reading the tables: Delta's snapshot rebuild and file filtering are Spark
+jobs, and so is each write. `waterline.engine.spark.local_frames` reads the files
+statistics single out with `read_files`, hands them to Spark as a local relation (the
+release's plan is the same code), and writes its output with `write_partitioned`,
+in the layout `waterline.engine.delta.parquet_files.data_files` reads as committed
+(a task attempt's folder with its commit marker), so the commit is the one Spark's
+files would get.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from waterline.engine.delta import storage
+from waterline.engine.delta.objects import create_if_absent
+from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED, partition_folder
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A data file as the table's log names it: ``path`` relative to the table, URL-encoded."""
+
+    path: str
+    partition_values: Mapping[str, str | None]
+
+    def uri(self, table: str) -> str:
+        return storage.join(table, unquote(self.path))
+
+
+def read_files(table: str, files: Sequence[DataFile], schema: pa.Schema, *,
+               file_column: str | None = None) -> pa.Table:
+    """The rows of ``files`` under ``table`` as ``schema`` has them: partition columns from
+    the log's values, a column a file lacks (written before it was added) as nulls, and,
+    with ``file_column``, each row's file URI (as Spark's ``_metadata.file_path``)."""
+    out_schema = pa.schema([*schema, pa.field(file_column, pa.string())]) if file_column else schema
+    parts = [_read_one(table, f, schema, file_column) for f in files]
+    return pa.concat_tables(parts) if parts else out_schema.empty_table()
+
+
+def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys: pa.Table) -> pa.Table:
+    """The rows of ``files`` (as `read_files` gives them, ``schema``'s columns only) whose
+    values in ``keys``' columns are a row of ``keys``: a key lookup that holds one file's
+    columns at a time, not the table's."""
+    wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
+    wanted = wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
+    parts = [_matching(_read_one(table, f, schema, None), wanted) for f in files]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:
+    # Acero's join carries no struct column along: join the keys and a row number, then take
+    keys = wanted.column_names
+    numbered = rows.select(keys).append_column("_wl_row", pa.array(range(rows.num_rows), pa.int64()))
+    found = numbered.join(wanted, keys=keys, join_type="left semi").column("_wl_row")
+    return rows.take(found)
+
+
+def _read_one(table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:
+    uri = f.uri(table)
+    fs, where = storage.arrow_filesystem(uri)
+    with fs.open_input_file(where) as handle:
+        parquet = pq.ParquetFile(handle)
+        present = set(parquet.schema_arrow.names)
+        stored = parquet.read(columns=[field.name for field in schema if field.name in present])
+    n = stored.num_rows
+    columns, fields = [], list(schema)
+    for field in fields:
+        if field.name in f.partition_values:
+            columns.append(pa.array([f.partition_values[field.name]] * n, pa.string()).cast(field.type))
+        elif field.name in present:
+            columns.append(stored.column(field.name).cast(field.type))
+        else:
+            columns.append(pa.nulls(n, field.type))
+    if file_column:
+        columns.append(pa.array([uri] * n, pa.string()))
+        fields.append(pa.field(file_column, pa.string()))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def write_partitioned(rows: pa.Table, root: str, *, partition_by: str) -> int:
+    """Write ``rows`` under ``root`` as one Parquet file per value of ``partition_by`` (the
+    column left out of the files, its value in the folder's name, as Spark writes a
+    partitioned table), inside one task attempt's folder marked committed once every file
+    is written. Returns the number of files."""
+    if rows.num_rows == 0:
+        return 0
+    attempt = storage.join(root, f"{ATTEMPT_PREFIX}{uuid.uuid4().hex}")
+    fs, _ = storage.arrow_filesystem(root)
+    data = rows.drop_columns([partition_by])
+    values = rows.column(partition_by)
+    written = 0
+    for value in pc.unique(values).to_pylist():
+        if value is None:
+            raise ValueError(f"{root}: a row without a value of the partition column {partition_by}")
+        part = data.filter(pc.equal(values, value))
+        uri = storage.join(attempt, partition_folder(partition_by, value),
+                           f"part-{written:05d}-{uuid.uuid4()}.c000.snappy.parquet")
+        _, where = storage.arrow_filesystem(uri)
+        if not storage.is_s3(uri):
+            fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+        pq.write_table(part, where, filesystem=fs, compression="snappy")
+        written += 1
+    create_if_absent(storage.join(attempt, TASK_COMMITTED), b"")
+    return written
+
+
+__all__ = ["DataFile", "read_files", "read_matching", "write_partitioned"]
