@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from waterline.clock import FixedClock
 from waterline.spec import spec_from_dict
@@ -77,3 +79,21 @@ def _micros(ts) -> int:
 def far_future_clock() -> FixedClock:
     """A trusted clock far past every test instant, so --as-of decides W."""
     return FixedClock(4_000_000_000_000_000)
+
+
+@contextmanager
+def local_reads(limit: str | None) -> Iterator[None]:
+    """``WATERLINE_LOCAL_ROWS`` set to ``limit`` in the block (None: unset, the default):
+    "0" makes every release and stream batch read and write with Spark jobs
+    (`waterline.engine.spark.local_frames`)."""
+    from waterline.engine.spark.local_frames import LOCAL_ROWS_ENV
+
+    saved = os.environ.pop(LOCAL_ROWS_ENV, None)
+    if limit is not None:
+        os.environ[LOCAL_ROWS_ENV] = limit
+    try:
+        yield
+    finally:
+        os.environ.pop(LOCAL_ROWS_ENV, None)
+        if saved is not None:
+            os.environ[LOCAL_ROWS_ENV] = saved

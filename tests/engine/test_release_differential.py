@@ -13,17 +13,14 @@ from __future__ import annotations
 import os
 import random
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.engine.feedkit import PAYLOAD, far_future_clock, make_spec, read_tier, write_partition
+from tests.engine.feedkit import PAYLOAD, far_future_clock, local_reads, make_spec, read_tier, write_partition
 from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_outlook, expected_tier
-from waterline.engine.spark.local_frames import LOCAL_ROWS_ENV
 
 pytestmark = [pytest.mark.spark, pytest.mark.heavy(8)]
 
@@ -94,19 +91,6 @@ def _plan(rng: random.Random, length: int = 6) -> list[tuple[str, object]]:
 READS = ("0", None, "300")
 
 
-@contextmanager
-def _reads(limit: str | None) -> Iterator[None]:
-    saved = os.environ.pop(LOCAL_ROWS_ENV, None)
-    if limit is not None:
-        os.environ[LOCAL_ROWS_ENV] = limit
-    try:
-        yield
-    finally:
-        os.environ.pop(LOCAL_ROWS_ENV, None)
-        if saved is not None:
-            os.environ[LOCAL_ROWS_ENV] = saved
-
-
 # No shrinking: every shrink step re-runs Spark; the assertion message names the seed.
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -155,7 +139,7 @@ def run_histories(
             counts["ingests"] += 1
         else:
             as_of = BASE_US + arg * MINUTE
-            with _reads(rng.choice(READS)):
+            with local_reads(rng.choice(READS)):
                 if prestaged:
                     result, staged = release_prestaged(spark, spec, as_of_us=as_of, clock=far_future_clock())
                     assert staged or not model.versions, f"release at {arg} was not pre-staged, seed {seed}"

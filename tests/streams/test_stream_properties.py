@@ -10,6 +10,7 @@ import os
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from tests.engine.feedkit import local_reads
 from tests.streams.kafkakit import iso, new_topic, produce, stream_spec
 from waterline import Feed
 from waterline import semantics as S
@@ -45,8 +46,10 @@ class MutableClock:
 
 record = st.tuples(st.integers(0, 1), st.sampled_from("abcd"),
                    st.one_of(st.none(), st.tuples(st.integers(1, 9), st.sampled_from(TIMES))))
+# a round's batch and release read with Spark jobs ("0") or on the driver (the default)
 rounds = st.lists(st.tuples(st.lists(record, min_size=1, max_size=8),
-                            st.sampled_from([DAY + 24 * 60 * MIN + m * MIN for m in (0, 10, 25, 50, 80)])),
+                            st.sampled_from([DAY + 24 * 60 * MIN + m * MIN for m in (0, 10, 25, 50, 80)]),
+                            st.sampled_from(["0", None])),
                   min_size=1, max_size=3)
 
 
@@ -62,7 +65,7 @@ def test_stream_rounds_released_on_a_schedule_equal_the_semantics(kafka, spark, 
     current: dict = {}
     offsets = {0: 0, 1: 0}
     w = None
-    for seq, (records, at) in enumerate(plan, start=1):
+    for seq, (records, at, reads) in enumerate(plan, start=1):
         produce(kafka.bootstrap, topic, [(p, k, None if v is None else {"px": float(v[0]), "ts": iso(v[1])})
                                          for p, k, v in records])
         stream = []
@@ -77,10 +80,11 @@ def test_stream_rounds_released_on_a_schedule_equal_the_semantics(kafka, spark, 
                                vis={} if payload is None else {t: _vis(t, payload["ts"]) for t in TIERS})
                      for identity, payload in appended]
         clock.now = max(clock.now, at)
-        run = feed.stream(once=True)
-        assert len([b for b in run.batches if not b.skipped]) == 1, "one round, one micro-batch"
-        assert run.versions_written == len(appended)
-        feed.release()
+        with local_reads(reads):
+            run = feed.stream(once=True)
+            assert len([b for b in run.batches if not b.skipped]) == 1, "one round, one micro-batch"
+            assert run.versions_written == len(appended)
+            feed.release()
         w = clock.now
         for tier in TIERS:
             want = {identity: v.payload["px"] for identity, v in S.tier_state(versions, tier, w).items()}

@@ -44,8 +44,7 @@ def read_files(table: str, files: Sequence[DataFile], schema: pa.Schema, *,
     the log's values, a column a file lacks (written before it was added) as nulls, and,
     with ``file_column``, each row's file URI (as Spark's ``_metadata.file_path``)."""
     out_schema = pa.schema([*schema, pa.field(file_column, pa.string())]) if file_column else schema
-    parts = [_read_one(table, f, schema, file_column) for f in files]
-    return pa.concat_tables(parts) if parts else out_schema.empty_table()
+    return _one_chunk([_read_one(table, f, schema, file_column) for f in files], out_schema)
 
 
 def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys: pa.Table) -> pa.Table:
@@ -54,8 +53,16 @@ def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys
     columns at a time, not the table's."""
     wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
     wanted = wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
-    parts = [_matching(_read_one(table, f, schema, None), wanted) for f in files]
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    return _one_chunk([_matching(_read_one(table, f, schema, None), wanted) for f in files], schema)
+
+
+def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """``parts`` as one table of one chunk per column, even when empty (PySpark's
+    ``createDataFrame`` rebuilds a timestamp column from its chunks, and fails on none)."""
+    rows = pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
+    if rows.num_rows == 0:
+        return pa.Table.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+    return rows
 
 
 def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:

@@ -47,7 +47,8 @@ def local_rows() -> int:
 
 def fits(rows: int | None) -> bool:
     """Whether a read of ``rows`` rows (None: unknown, a file without statistics) is local."""
-    return rows is not None and rows <= local_rows()
+    limit = local_rows()
+    return rows is not None and limit > 0 and rows <= limit
 
 
 def local_frame(spark: SparkSession, table: str, files: Sequence[DataFile], schema: StructType, *,
