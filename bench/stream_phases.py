@@ -40,8 +40,9 @@ PHASES = {
 #: With ``--detail``: where inside those phases (Spark runs lazily, so its work shows under
 #: the call that triggers it: a write, a collect, a footer read).
 DETAIL = {
-    "waterline.engine.spark.stream_ingest": ["batch_output", "_prepare", "compile_tiers", "table_schema"],
-    "waterline.engine.spark.held_append": ["write_parquet", "written_files"],
+    "waterline.engine.spark.stream_ingest": ["batch_output", "_prepare", "compile_tiers", "table_schema",
+                                             "_current_rows", "collect_arrow"],
+    "waterline.engine.spark.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
     "waterline.engine.spark.versions": ["observed_counts"],
     "waterline.engine.spark.staging": ["_read", "local_frame", "plan_step", "_stage_inserts", "_write_files",
                                        "write_parquet", "write_local", "write_partitioned", "written_files",
