@@ -116,8 +116,9 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
-        local = fits(stats["rows"])
-        versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=local)
+        local = fits(stats["rows"])  # the batch's versions are collected and written from the driver
+        lookup = local and fits(held_log.row_count())  # and its keys looked up in held there
+        versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=lookup)
         token = new_token()
         counts = _write(spec, held_log, versions, token, local=local)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
