@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -44,7 +44,8 @@ def read_files(table: str, files: Sequence[DataFile], schema: pa.Schema, *,
     the log's values, a column a file lacks (written before it was added) as nulls, and,
     with ``file_column``, each row's file URI (as Spark's ``_metadata.file_path``)."""
     out_schema = pa.schema([*schema, pa.field(file_column, pa.string())]) if file_column else schema
-    return _one_chunk([_read_one(table, f, schema, file_column) for f in files], out_schema)
+    fs, base = storage.arrow_filesystem(table)
+    return _one_chunk([_read_one(fs, base, table, f, schema, file_column) for f in files], out_schema)
 
 
 def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys: pa.Table) -> pa.Table:
@@ -53,7 +54,8 @@ def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys
     columns at a time, not the table's."""
     wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
     wanted = wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
-    return _one_chunk([_matching(_read_one(table, f, schema, None), wanted) for f in files], schema)
+    fs, base = storage.arrow_filesystem(table)
+    return _one_chunk([_matching(_read_one(fs, base, table, f, schema, None), wanted) for f in files], schema)
 
 
 def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
@@ -73,10 +75,9 @@ def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:
     return rows.take(found)
 
 
-def _read_one(table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:
-    uri = f.uri(table)
-    fs, where = storage.arrow_filesystem(uri)
-    with fs.open_input_file(where) as handle:
+def _read_one(fs: Any, base: str, table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:
+    """One file's rows; ``fs`` and ``base``: the table's filesystem and its path there."""
+    with fs.open_input_file(f"{base.rstrip('/')}/{unquote(f.path)}") as handle:
         parquet = pq.ParquetFile(handle)
         present = set(parquet.schema_arrow.names)
         stored = parquet.read(columns=[field.name for field in schema if field.name in present])
@@ -90,7 +91,7 @@ def _read_one(table: str, f: DataFile, schema: pa.Schema, file_column: str | Non
         else:
             columns.append(pa.nulls(n, field.type))
     if file_column:
-        columns.append(pa.array([uri] * n, pa.string()))
+        columns.append(pa.array([f.uri(table)] * n, pa.string()))
         fields.append(pa.field(file_column, pa.string()))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
@@ -102,23 +103,22 @@ def write_partitioned(rows: pa.Table, root: str, *, partition_by: str) -> int:
     is written. Returns the number of files."""
     if rows.num_rows == 0:
         return 0
-    attempt = storage.join(root, f"{ATTEMPT_PREFIX}{uuid.uuid4().hex}")
-    fs, _ = storage.arrow_filesystem(root)
+    attempt = f"{ATTEMPT_PREFIX}{uuid.uuid4().hex}"
+    fs, base = storage.arrow_filesystem(root)
     data = rows.drop_columns([partition_by])
     values = rows.column(partition_by)
     written = 0
     for value in pc.unique(values).to_pylist():
         if value is None:
             raise ValueError(f"{root}: a row without a value of the partition column {partition_by}")
-        part = data.filter(pc.equal(values, value))
-        uri = storage.join(attempt, partition_folder(partition_by, value),
-                           f"part-{written:05d}-{uuid.uuid4()}.c000.snappy.parquet")
-        _, where = storage.arrow_filesystem(uri)
-        if not storage.is_s3(uri):
-            fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
-        pq.write_table(part, where, filesystem=fs, compression="snappy")
+        folder = f"{base.rstrip('/')}/{attempt}/{partition_folder(partition_by, value)}"
+        if not storage.is_s3(root):  # S3 has no folders to create
+            fs.create_dir(folder, recursive=True)
+        pq.write_table(data.filter(pc.equal(values, value)),
+                       f"{folder}/part-{written:05d}-{uuid.uuid4()}.c000.snappy.parquet",
+                       filesystem=fs, compression="snappy")
         written += 1
-    create_if_absent(storage.join(attempt, TASK_COMMITTED), b"")
+    create_if_absent(storage.join(root, attempt, TASK_COMMITTED), b"")
     return written
 
 

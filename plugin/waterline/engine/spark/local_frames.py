@@ -17,7 +17,6 @@ import os
 from typing import Sequence
 
 import pyarrow as pa
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -101,4 +100,7 @@ def write_local(rows: DataFrame, root: str, *, partition_by: str) -> int:
     return write_partitioned(collect_arrow(rows), root, partition_by=partition_by)
 
 
-__all__ = ["DEFAULT_LOCAL_ROWS", "LOCAL_ROWS_ENV", "collect_arrow", "fits", "local_frame", "local_lookup", "local_rows", "write_local"]
+__all__ = [
+    "DEFAULT_LOCAL_ROWS", "LOCAL_ROWS_ENV", "collect_arrow", "fits", "local_frame", "local_lookup", "local_rows",
+    "nullable", "write_local",
+]

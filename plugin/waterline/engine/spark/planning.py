@@ -151,7 +151,8 @@ def tier_outlook(held: DataFrame, files: list[HeldFile], steps: list[TierStep]) 
     if to_read:
         aggs, still_open = [], F.lit(False)
         for i, step in enumerate(steps):
-            open_ = F.col(C.PARTITION).isin(sorted(known[step.tier].open_partitions)) & (F.col(C.last(step.tier)) > step.w)
+            in_open = F.col(C.PARTITION).isin(sorted(known[step.tier].open_partitions))
+            open_ = in_open & (F.col(C.last(step.tier)) > step.w)
             still_open = still_open | open_
             aggs += _outlook_aggs(step, open_, i)
         row = held.filter(F.col(C.PARTITION).isin(to_read)).filter(still_open).agg(*aggs).collect()[0]

@@ -107,8 +107,8 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
             if read is None:
                 held, (next_due, pending) = spark_held, outlooks[step.tier]
             else:
-                held = local_frame(spark, spec.held_path, [DataFile(f.path, {C.PARTITION: f.partition}) for f in read.files],
-                                   held_schema).filter(f"{C.SEQ} <= {seq}")
+                held_files = [DataFile(f.path, {C.PARTITION: f.partition}) for f in read.files]
+                held = local_frame(spark, spec.held_path, held_files, held_schema).filter(f"{C.SEQ} <= {seq}")
                 next_due, pending = local_outlook(held, step, read)
             state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
                               next_due=next_due, pending=pending, n=step.n, token=token)
