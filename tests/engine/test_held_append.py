@@ -202,6 +202,7 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
     from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX
     from waterline.engine.spark import committer
     from waterline.engine.spark.ingest import ingest
+    from waterline.engine.spark.local_frames import LOCAL_ROWS_ENV
     from waterline.engine.spark.release import release
 
     monkeypatch.setattr(committer, "COMMITTER", "dev.waterline.spark.NoSuchCommitter")
@@ -219,6 +220,7 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
                                         ("c", 7, "x", 3, False)]
 
     monkeypatch.setattr(committer, "_missing", False)  # now a staged release meets it first
+    monkeypatch.setenv(LOCAL_ROWS_ENV, "0")  # its files written by Spark, not from the driver (`local_frames`)
     with caplog.at_level("WARNING", logger=committer.__name__):
         release(spark, spec, as_of_us=far_future_clock().now_us())
     assert caplog.text.count("NoSuchCommitter") == 2
