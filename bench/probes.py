@@ -126,8 +126,8 @@ RELEASE_PHASES = Phases(
             "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state", "stage", "commit_staged",
         ],
         # the one-commit path: files staged with Spark, then the commit without it
-        "waterline.engine.spark.staging": ["_stage_tier", "_stage_inserts", "_write_files", "_adds", "written_files",
-                                           "_removes"],
+        "waterline.engine.spark.staging": ["_stage_tier", "_stage_small", "_stage_inserts", "_write_files"],
+        "waterline.engine.log.staged_files": ["stage_tier", "adds", "removes", "written_files"],
         "waterline.engine.log.staged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit",
                                         "checkpoint_if_due"],
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],

@@ -34,7 +34,8 @@ PHASES = {
     "waterline.engine.spark.stream": ["ingest_batch", "release"],
     "waterline.engine.spark.stream_ingest": ["_create_held", "_checked", "_quarantine", "_write", "_commit"],
     "waterline.engine.spark.release": ["stage", "commit_staged"],
-    "waterline.engine.spark.staging": ["tier_outlook", "local_outlook", "_stage_tier"],
+    "waterline.engine.spark.staging": ["tier_outlook", "_stage_tier", "_stage_small"],
+    "waterline.engine.log.staged_files": ["stage_tier"],
 }
 
 #: With ``--detail``: where inside those phases (Spark runs lazily, so its work shows under
@@ -44,9 +45,10 @@ DETAIL = {
                                              "_current_rows", "collect_arrow"],
     "waterline.engine.spark.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
     "waterline.engine.spark.versions": ["observed_counts"],
-    "waterline.engine.spark.staging": ["_read", "local_frame", "plan_step", "_stage_inserts", "_write_files",
-                                       "write_parquet", "write_local", "write_partitioned", "written_files",
-                                       "_removes"],
+    "waterline.engine.spark.staging": ["_read", "read_local", "step_outlook", "plan_step", "_stage_inserts",
+                                       "_write_files", "write_parquet", "change_actions"],
+    "waterline.engine.log.staged_files": ["desired_rows", "read_files", "tier_changes", "write_partitioned",
+                                          "inserts_staged", "change_actions"],
     "waterline.engine.spark.stream": ["_release_after"],
     "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
 }

@@ -1,14 +1,13 @@
-"""Small reads and writes of a release done on the driver, not by Spark jobs.
+"""The driver's side of a small release: how much it reads, and its rows in Spark's types.
 
 A release of a stream's batch or of a sensor's tick reads a handful of held files (its
 candidates, chosen by statistics) and rewrites a handful of tier files. Spark reading
-them through Delta rebuilds each table's snapshot and filters its files in jobs of
-its own, and each write is a job: about two thirds of a small release's time. Here
-the files are read with pyarrow (`waterline.engine.delta.arrow_files`), given to Spark
-as a local relation, so the release's plan (the same DataFrame code) runs over them
-without a scan, and its output is collected as Arrow and written as files waterline
-commits. Above `local_rows()` rows the Spark path reads and writes as before: the
-driver holds what it reads.
+them through Delta rebuilds each table's snapshot and filters its files in jobs of its
+own, and each step of the plan is a job. Up to `local_rows()` rows, the files are read
+with pyarrow (`waterline.engine.delta.arrow_files`) and the tier step computed on the
+driver (`waterline.engine.log.staged_files`); where Spark still plans over them (a tier
+too large to read, a stream batch's versions), they become a local relation here.
+Above that limit the Spark path reads and writes as before: the driver holds what it reads.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from waterline.engine.delta.arrow_files import DataFile, read_files, read_matching, write_partitioned
+from waterline.engine.delta.arrow_files import DataFile, read_files, read_matching
 from waterline.errors import WaterlineError
 
 #: The environment variable that sets `local_rows` (0: every release reads and writes with Spark).
@@ -50,15 +49,19 @@ def fits(rows: int | None) -> bool:
     return rows is not None and limit > 0 and rows <= limit
 
 
-def local_frame(spark: SparkSession, table: str, files: Sequence[DataFile], schema: StructType, *,
-                file_column: str | None = None) -> DataFrame:
-    """``files`` of ``table`` as a DataFrame of ``schema`` (the table's), read on the driver;
-    with ``file_column``, each row's file URI in that column."""
-    schema = nullable(schema)
-    rows = read_files(table, files, to_arrow_schema(schema, timezone="UTC"), file_column=file_column)
-    if file_column:
-        schema = StructType([*schema.fields, StructField(file_column, StringType(), True)])
-    return spark.createDataFrame(rows, schema=schema)
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` (a table's) as Arrow reads its files on the driver: every field nullable."""
+    return to_arrow_schema(nullable(schema), timezone="UTC")
+
+
+def read_local(table: str, files: Sequence[DataFile], schema: StructType) -> pa.Table:
+    """``files`` of ``table`` read on the driver as Arrow rows of ``schema`` (the table's)."""
+    return read_files(table, files, arrow_schema(schema))
+
+
+def spark_frame(spark: SparkSession, rows: pa.Table, schema: StructType) -> DataFrame:
+    """Rows read on the driver (`read_local`) as a DataFrame of ``schema``: a local relation."""
+    return spark.createDataFrame(rows, schema=nullable(schema))
 
 
 def local_lookup(spark: SparkSession, table: str, files: Sequence[DataFile], schema: StructType,
@@ -66,7 +69,7 @@ def local_lookup(spark: SparkSession, table: str, files: Sequence[DataFile], sch
     """The rows of ``files`` (``schema``'s columns, a subset of the table's) whose key columns
     (``keys``' names) hold a row of ``keys``, read on the driver one file at a time."""
     schema = nullable(schema)
-    rows = read_matching(table, files, to_arrow_schema(schema, timezone="UTC"), keys)
+    rows = read_matching(table, files, arrow_schema(schema), keys)
     return spark.createDataFrame(rows, schema=schema)
 
 
@@ -93,14 +96,7 @@ def collect_arrow(rows: DataFrame) -> pa.Table:
     return rows.select(*relaxed).toArrow()
 
 
-def write_local(rows: DataFrame, root: str, *, partition_by: str) -> int:
-    """Collect ``rows`` (few, see `local_rows`) and write them under ``root`` partitioned by
-    ``partition_by``, as `waterline.engine.spark.committer.write_parquet` would; the number
-    of files."""
-    return write_partitioned(collect_arrow(rows), root, partition_by=partition_by)
-
-
 __all__ = [
-    "DEFAULT_LOCAL_ROWS", "LOCAL_ROWS_ENV", "collect_arrow", "fits", "local_frame", "local_lookup", "local_rows",
-    "nullable", "write_local",
+    "DEFAULT_LOCAL_ROWS", "LOCAL_ROWS_ENV", "arrow_schema", "collect_arrow", "fits", "local_lookup", "local_rows",
+    "nullable", "read_local", "spark_frame",
 ]

@@ -18,15 +18,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
-from waterline.engine.core.held_stats import CandidateScope, HeldFile, StepFiles, outlook
+from waterline.engine.core.arrow_step import PRESENT, REASON
+from waterline.engine.core.held_stats import CandidateScope, HeldFile, outlook
 from waterline.engine.core.results import TierRelease
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
 from waterline.semantics import NEG_INF, POS_INF
 from waterline.spec import FeedSpec
 
-PRESENT = "_wl_present"
-REASON = "_wl_reason"
 
 
 @dataclass(frozen=True)
@@ -158,14 +157,6 @@ def tier_outlook(held: DataFrame, files: list[HeldFile], steps: list[TierStep]) 
         row = held.filter(F.col(C.PARTITION).isin(to_read)).filter(still_open).agg(*aggs).collect()[0]
     return {step.tier: _outlook(known[step.tier].next_due, known[step.tier].pending, row, i)
             for i, step in enumerate(steps)}
-
-
-def local_outlook(held: DataFrame, step: TierStep, read: StepFiles) -> tuple[int | None, int]:
-    """`tier_outlook` of one step whose held rows are ``read``'s files (`step_files`), as
-    ``held`` has them: the rows with a boundary after W, plus what statistics settled."""
-    open_ = F.col(C.last(step.tier)) > step.w
-    row = held.filter(open_).agg(*_outlook_aggs(step, open_, 0)).collect()[0] if read.files else None
-    return _outlook(read.next_due, read.pending, row, 0)
 
 
 def _outlook_aggs(step: TierStep, open_: Column, i: int) -> list[Column]:

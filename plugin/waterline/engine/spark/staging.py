@@ -19,39 +19,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from waterline.clock import Clock
 from waterline.engine.core import columns as C
+from waterline.engine.core.arrow_step import CHANGE_TYPE, StepBounds, step_outlook
 from waterline.engine.core.event_time import target_waterline
 from waterline.engine.core.held_stats import CandidateScope, candidate_scope, single_ingest_partitions, step_files
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
-from waterline.engine.delta.actions import AddFile, RemoveFile
-from waterline.engine.delta.arrow_files import DataFile, write_partitioned
+from waterline.engine.delta.arrow_files import DataFile
 from waterline.engine.delta.commit import FileActions, table_unsupported
 from waterline.engine.delta.gate import warn_slow_path
-from waterline.engine.delta.objects import delete_tree
-from waterline.engine.delta.parquet_files import written_files
-from waterline.engine.delta.stages import STAGE_DIR
-from waterline.engine.log.staged import StagedRelease, StagedTier, stage_folder
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.log import staged_files
+from waterline.engine.log.staged import StagedRelease, StagedTier, stage_folder
+from waterline.engine.log.staged_files import FILE_COLUMN, change_actions, counted_changes, inserts_staged
 from waterline.engine.spark.committer import write_parquet
-from waterline.engine.spark.local_frames import collect_arrow, fits, local_frame, write_local
-from waterline.engine.spark.planning import (PRESENT, REASON, TierStep, desired_rows, local_outlook, plan_step,
-                                             tier_outlook)
+from waterline.engine.spark.local_frames import arrow_schema, fits, read_local, spark_frame
+from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
 from waterline.engine.spark.tables import change_feed_enabled, table_schema
 from waterline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
-_FILE = "_wl_file"
+_FILE = FILE_COLUMN
 _ACTION = "_wl_action"
-_CHANGE_TYPE = "_change_type"
 
 
 def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, target_us: int | None = None,
@@ -104,16 +103,18 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         spark_held = _read(spark, spec.held_path, held_log.version).filter(f"{C.SEQ} <= {seq}") if in_spark else None
         outlooks = tier_outlook(spark_held, files, in_spark) if in_spark else {}
         for step, scope, read in planned:
+            state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False, n=step.n, token=token)
             if read is None:
-                held, (next_due, pending) = spark_held, outlooks[step.tier]
-            else:
-                held_files = [DataFile(f.path, {C.PARTITION: f.partition}) for f in read.files]
-                held = local_frame(spark, spec.held_path, held_files, held_schema).filter(f"{C.SEQ} <= {seq}")
-                next_due, pending = local_outlook(held, step, read)
-            state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
-                              next_due=next_due, pending=pending, n=step.n, token=token)
-            staged_tiers.append(_stage_tier(spark, spec, step, state, held, scope, single,
-                                            tier_logs[step.tier], token, local=read is not None))
+                next_due, pending = outlooks[step.tier]
+                staged_tiers.append(_stage_tier(spark, spec, step, replace(state, next_due=next_due, pending=pending),
+                                                spark_held, scope, single, tier_logs[step.tier], token))
+                continue
+            held = read_local(spec.held_path, [DataFile(f.path, {C.PARTITION: f.partition}) for f in read.files],
+                              held_schema)
+            held = held.filter(pc.less_equal(held.column(C.SEQ), seq))
+            next_due, pending = step_outlook(held, step.tier, step.w, pending=read.pending, next_due=read.next_due)
+            staged_tiers.append(_stage_small(spark, spec, step, replace(state, next_due=next_due, pending=pending),
+                                             held, held_schema, scope, single, tier_logs[step.tier], token))
     return StagedRelease(
         feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
         steps=tuple(staged_tiers), settled=tuple(settled),
@@ -124,14 +125,34 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
-def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
-                scope: CandidateScope, single: set[str], tier_log: TableLog, token: str, *,
-                local: bool) -> StagedTier:
-    """One tier's files at ``step.w``: its rows that change, rewritten around the ones that do not.
-    ``local``: ``held`` was read on the driver (`local_frames`); the tier's rows are too when
-    they are few, and then the files are written from the driver."""
-    staged = StagedTier(base=tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
+def _stage_small(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: pa.Table,
+                 held_schema: StructType, scope: CandidateScope, single: set[str], tier_log: TableLog, token: str) -> StagedTier:
+    """A tier step whose held rows were read on the driver (``held``): computed there too
+    (`staged_files.stage_tier`) when the tier's rows of its partitions are few as well,
+    else by Spark over ``held`` as a local relation."""
+    staged = _staged(step, state, tier_log)
+    if not scope.partitions:
+        return staged
+    in_tier = tier_log.partitions().intersection(scope.partitions)
+    if not in_tier or fits(tier_log.row_count(sorted(in_tier))):
+        bounds = StepBounds(tier=step.tier, low=step.low, s0=step.s0, w=step.w)
+        tier_schema = arrow_schema(table_schema(tier_log))
+        return staged_files.stage_tier(spec, staged, bounds, held, scope, tier_log, tier_schema, token)
+    frame = spark_frame(spark, held, held_schema)
+    return _stage_tier(spark, spec, step, state, frame, scope, single, tier_log, token)
+
+
+def _staged(step: TierStep, state: TierState, tier_log: TableLog) -> StagedTier:
+    """A tier step that changes nothing yet: its base, state and result."""
+    return StagedTier(base=tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
         tier=step.tier, w_us=state.w, previous_w_us=step.w0, seq=state.seq, next_due_us=state.next_due))
+
+
+def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
+                scope: CandidateScope, single: set[str], tier_log: TableLog, token: str) -> StagedTier:
+    """One tier's files at ``step.w``, computed by Spark: its rows that change, rewritten
+    around the ones that do not."""
+    staged = _staged(step, state, tier_log)
     partitions = list(scope.partitions)
     if not partitions:
         return staged
@@ -142,21 +163,12 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
     desired = desired_rows(held, step, keys, payload, scope, single)
     in_tier = sorted(tier_log.partitions().intersection(partitions))
     if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
-        return _stage_inserts(spec, staged, desired, columns, token,
-                              shuffle=any(p not in single for p in partitions), local=local)
-    local = local and fits(tier_log.row_count(in_tier))
-    if local:
-        wanted = set(in_tier)
-        old = local_frame(spark, spec.tier_path(step.tier),
-                          [DataFile(a["path"], a["partitionValues"]) for a in tier_log.file_actions()
-                           if a["partitionValues"].get(C.PARTITION) in wanted],
-                          schema, file_column=_FILE).select(*columns, _FILE)
-    else:
-        old = (
-            _read(spark, spec.tier_path(step.tier), tier_log.version)
-            .filter(F.col(C.PARTITION).isin(in_tier))
-            .select(*columns, F.col("_metadata.file_path").alias(_FILE))
-        )
+        return _stage_inserts(spec, staged, desired, columns, token, shuffle=any(p not in single for p in partitions))
+    old = (
+        _read(spark, spec.tier_path(step.tier), tier_log.version)
+        .filter(F.col(C.PARTITION).isin(in_tier))
+        .select(*columns, F.col("_metadata.file_path").alias(_FILE))
+    )
     s, t = desired.alias("s"), old.alias("t")
     changed = " OR ".join(f"t.{c} <> s.{c}" for c in (C.SEQ, C.START, C.END))
     changes = (
@@ -177,88 +189,52 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         rewrites = F.col(_ACTION).isin("update", "delete")
         found = changes.groupBy(_ACTION, REASON).agg(
             F.count(F.lit(1)).alias("n"), F.collect_set(F.when(rewrites, F.col(_FILE))).alias("files")).collect()
-        counts: dict[tuple[str | None, str], int] = {(r[_ACTION], r[REASON]): r["n"] for r in found}
         touched = sorted(set().union(*(r["files"] for r in found)))
-        by_action = {a: sum(n for (x, _), n in counts.items() if x == a) for a in ("insert", "update", "delete")}
-        reasons: dict[str, int] = {}
-        for (_, reason), n in counts.items():
-            reasons[reason] = reasons.get(reason, 0) + n
-        staged = _counted(
-            staged, released=by_action["insert"], updated=by_action["update"], removed=by_action["delete"],
-            expired=min(reasons.get("expired", 0), by_action["delete"]), candidates=sum(reasons.values()),
-        )
+        staged, by_action = counted_changes(staged, {(r[_ACTION], r[REASON]): r["n"] for r in found})
         if not any(by_action.values()):
             return staged
-        files = _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, tier_log, touched,
-                             local=local)
-        return replace(staged, files=files)
+        _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, touched)
+        return replace(staged, files=change_actions(spec, step.tier, token, by_action, tier_log, touched))
     finally:
         changes.unpersist()
 
 
 def _stage_inserts(spec: FeedSpec, staged: StagedTier, desired: DataFrame, columns: list[str], token: str,
-                   *, shuffle: bool, local: bool) -> StagedTier:
+                   *, shuffle: bool) -> StagedTier:
     """A tier step whose partitions have no tier row yet: no tier read, no join, no change
-    data (a commit with only adds reads as inserts in the change feed); the present rows
-    are written in one pass that also counts the candidates.
+    data; the present rows are written in one pass that also counts the candidates.
 
     ``shuffle``: rows come out of a grouping, spread over its shuffle partitions; one
     shuffle by partition keeps one file per partition and task as the single-ingest
     scan has without it."""
     folder = stage_folder(spec, staged.tier, token)
-    if local:
-        found = collect_arrow(desired.select(*columns, PRESENT))
-        present = found.column(PRESENT)
-        write_partitioned(found.filter(present).drop_columns([PRESENT]), f"{folder}/data", partition_by=C.PARTITION)
-        counts = {"candidates": found.num_rows, "present": present.to_pylist().count(True)}
-    else:
-        counts = _write_inserts(desired, columns, f"{folder}/data", token, staged.tier, shuffle=shuffle)
-    staged = _counted(staged, released=counts["present"], candidates=counts["candidates"])
-    if not staged.result.released:  # the commit records the state alone: leave no folder its token would keep
-        delete_tree(folder)
-        return staged
-    adds = _adds(spec, staged.tier, token)
-    metrics = {"numTargetRowsInserted": staged.result.released, "numTargetRowsUpdated": 0, "numTargetRowsDeleted": 0,
-               "numTargetFilesAdded": len(adds), "numTargetFilesRemoved": 0, "numTargetChangeFilesAdded": 0}
-    return replace(staged, files=FileActions(adds=tuple(adds), metrics={k: str(v) for k, v in metrics.items()}))
+    counts = _write_inserts(desired, columns, f"{folder}/data", token, staged.tier, shuffle=shuffle)
+    return inserts_staged(spec, staged, token, candidates=counts["candidates"], present=counts["present"])
 
 
 def _write_inserts(desired: DataFrame, columns: list[str], folder: str, token: str, tier: str, *,
                    shuffle: bool) -> dict[str, int]:
     """Spark writes the present rows under ``folder``; the candidates and present rows counted in that pass."""
     observation = Observation(f"waterline_stage_{token}_{tier}")
-    counted = (F.count(F.lit(1)).alias("candidates"), F.count(F.when(F.col(PRESENT), 1)).alias("present"))
-    rows = desired.observe(observation, *counted).filter(F.col(PRESENT)).select(*columns)
+    counts = (F.count(F.lit(1)).alias("candidates"), F.count(F.when(F.col(PRESENT), 1)).alias("present"))
+    rows = desired.observe(observation, *counts).filter(F.col(PRESENT)).select(*columns)
     if shuffle:
         rows = rows.repartition(C.PARTITION)
     write_parquet(rows, folder, mode="error", partition_by=C.PARTITION)
     try:
-        counts = observation.get
+        found = observation.get
     except Exception:  # classic Spark has no metrics for a scan of no file (it raises) ...
-        counts = {}
-    if "candidates" not in counts:  # ... and Spark Connect returns an empty dict: count apart
-        counts = desired.agg(*counted).collect()[0].asDict()
-    return counts
-
-
-def _counted(staged: StagedTier, **counts: int) -> StagedTier:
-    """The staged step with its result's row counts (and whether they change the tier)."""
-    result = replace(staged.result, **counts)
-    changed = bool(result.released or result.updated or result.removed)
-    return replace(staged, result=replace(result, changed=changed))
-
-
-def _adds(spec: FeedSpec, tier: str, token: str) -> list[AddFile]:
-    """Add actions for the stage's data files, with statistics from their footers."""
-    return [f.add_action() for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/data", stats=True)]
+        found = {}
+    if "candidates" not in found:  # ... and Spark Connect returns an empty dict: count apart
+        found = desired.agg(*counts).collect()[0].asDict()
+    return found
 
 
 def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
-                 keys: list[str], columns: list[str], by_action: dict[str, int], tier_log: TableLog,
-                 touched: list[str], *, local: bool) -> FileActions:
-    """Write the tier's new data files (and change-data files) under the stage folder; their
-    actions. ``touched``: the tier files holding a row that is updated or deleted (rewritten).
-    ``local``: the rows are few, collected and written from the driver."""
+                 keys: list[str], columns: list[str], by_action: dict[str, int], touched: list[str]) -> None:
+    """Write the tier's new data files (and change-data files when rows are updated or
+    deleted) under the stage folder: the rows that stay in the ``touched`` tier files (those
+    holding a row updated or deleted), and the updated and inserted rows."""
     new_values = [F.col(f"n_{c}").alias(c) for c in columns]
     old_values = [F.col(f"o_{c}").alias(c) for c in columns]
     rewritten = changes.filter(F.col(_ACTION).isin("update", "delete"))
@@ -269,64 +245,20 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
     )
     new_rows = kept.unionByName(changes.filter(F.col(_ACTION).isin("update", "insert")).select(*new_values))
     folder = stage_folder(spec, tier, token)
-    _write(new_rows, f"{folder}/data", local=local)
-    adds = _adds(spec, tier, token)
-    cdcs: list = []
+    _write(new_rows, f"{folder}/data")
     if by_action["update"] or by_action["delete"]:
         change_type = F.col(_ACTION)
         cdc_rows = (
-            changes.filter(F.col(_ACTION).isin("update", "delete"))
-            .select(*old_values, F.when(change_type == "update", "update_preimage").otherwise("delete").alias(_CHANGE_TYPE))
+            rewritten
+            .select(*old_values, F.when(change_type == "update", "update_preimage").otherwise("delete").alias(CHANGE_TYPE))
             .unionByName(
                 changes.filter(F.col(_ACTION).isin("update", "insert"))
                 .select(*new_values, F.when(change_type == "update", "update_postimage").otherwise("insert")
-                        .alias(_CHANGE_TYPE))
+                        .alias(CHANGE_TYPE))
             )
         )
-        _write(cdc_rows, f"{folder}/cdc", local=local)
-        cdcs = [f.cdc_action() for f in written_files(spec.tier_path(tier), f"{STAGE_DIR}/{token}/cdc", stats=False)]
-    removes = _removes(tier_log, touched)
-    metrics = {
-        "numTargetRowsInserted": by_action["insert"], "numTargetRowsUpdated": by_action["update"],
-        "numTargetRowsDeleted": by_action["delete"], "numTargetFilesAdded": len(adds),
-        "numTargetFilesRemoved": len(removes), "numTargetChangeFilesAdded": len(cdcs),
-    }
-    return FileActions(adds=tuple(adds), removes=tuple(removes), cdcs=tuple(cdcs),
-                       metrics={k: str(v) for k, v in metrics.items()})
+        _write(cdc_rows, f"{folder}/cdc")
 
 
-def _write(rows: DataFrame, folder: str, *, local: bool) -> None:
-    if local:
-        write_local(rows, folder, partition_by=C.PARTITION)
-    else:
-        write_parquet(rows.repartition(C.PARTITION), folder, mode="error", partition_by=C.PARTITION)
-
-
-def _removes(tier_log: TableLog, touched: list[str]) -> list[RemoveFile]:
-    """Remove actions for the tier files Spark read as ``touched`` (absolute URIs), with the
-    paths, partition values and sizes the table's log has for them."""
-    if not touched:
-        return []
-    by_path = {unquote(unquote(a["path"])): a for a in tier_log.file_actions()}
-    out = []
-    for uri in touched:
-        match = by_path.get(_relative(unquote(unquote(uri)), tier_log.path))
-        if match is None:
-            raise RuntimeError(f"{tier_log.path}: file {uri} read by Spark is not in version {tier_log.version}")
-        out.append(RemoveFile(path=match["path"], partition_values=match["partitionValues"], size=match["size"]))
-    return out
-
-
-def _relative(uri: str, table: str) -> str:
-    """A file's path relative to ``table`` from the absolute URI Spark names it by
-    (``file:/wh/t/x``, ``s3a://b/wh/t/x``): one dictionary look-up per file, not a scan."""
-    root = table.rstrip("/")
-    for prefix in (root, "file:" + root, "file://" + root):
-        if uri.startswith(prefix + "/"):
-            return uri[len(prefix) + 1:]
-    if "://" in root:  # s3a:// vs s3:// spellings of one bucket
-        tail = root.split("://", 1)[1]
-        _, _, rest = uri.partition("://")
-        if rest.startswith(tail + "/"):
-            return rest[len(tail) + 1:]
-    return uri
+def _write(rows: DataFrame, folder: str) -> None:
+    write_parquet(rows.repartition(C.PARTITION), folder, mode="error", partition_by=C.PARTITION)
