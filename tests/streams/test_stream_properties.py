@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from tests.engine.feedkit import local_reads
@@ -49,13 +49,17 @@ record = st.tuples(st.integers(0, 1), st.sampled_from("abcd"),
 # a round's batch and release read with Spark jobs ("0") or on the driver (the default)
 rounds = st.lists(st.tuples(st.lists(record, min_size=1, max_size=8),
                             st.sampled_from([DAY + 24 * 60 * MIN + m * MIN for m in (0, 10, 25, 50, 80)]),
-                            st.sampled_from(["0", None])),
+                            st.sampled_from([None, "0"])),
                   min_size=1, max_size=3)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=list(HealthCheck))
 @given(plan=rounds)
+# both ways in one run, whatever the draws: a round in Spark, then one on the driver reading what Spark wrote
+@example(plan=[([(0, "a", (3, TIMES[0])), (1, "b", (5, TIMES[2])), (0, "c", (1, TIMES[1]))], DAY + 24 * 60 * MIN, "0"),
+               ([(1, "a", (4, TIMES[2])), (0, "b", None), (1, "c", (1, TIMES[1])), (0, "d", (2, TIMES[0]))],
+                DAY + 24 * 60 * MIN + 25 * MIN, None)])
 def test_stream_rounds_released_on_a_schedule_equal_the_semantics(kafka, spark, tmp_path_factory, plan):
     root = tmp_path_factory.mktemp("prop")
     topic = new_topic(kafka.bootstrap, partitions=2)

@@ -18,10 +18,10 @@ from typing import Sequence
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from waterline.engine.delta.arrow_files import DataFile, read_files, read_matching
+from waterline.engine.delta.arrow_files import DataFile, read_files
 from waterline.errors import WaterlineError
 
 #: The environment variable that sets `local_rows` (0: every release reads and writes with Spark).
@@ -64,13 +64,9 @@ def spark_frame(spark: SparkSession, rows: pa.Table, schema: StructType) -> Data
     return spark.createDataFrame(rows, schema=nullable(schema))
 
 
-def local_lookup(spark: SparkSession, table: str, files: Sequence[DataFile], schema: StructType,
-                 keys: pa.Table) -> DataFrame:
-    """The rows of ``files`` (``schema``'s columns, a subset of the table's) whose key columns
-    (``keys``' names) hold a row of ``keys``, read on the driver one file at a time."""
-    schema = nullable(schema)
-    rows = read_matching(table, files, arrow_schema(schema), keys)
-    return spark.createDataFrame(rows, schema=schema)
+def spark_schema(rows: pa.Table) -> StructType:
+    """The Spark types of Arrow rows computed on the driver (to compare with a table's)."""
+    return from_arrow_schema(rows.schema)
 
 
 def nullable(schema: StructType) -> StructType:
@@ -97,6 +93,6 @@ def collect_arrow(rows: DataFrame) -> pa.Table:
 
 
 __all__ = [
-    "DEFAULT_LOCAL_ROWS", "LOCAL_ROWS_ENV", "arrow_schema", "collect_arrow", "fits", "local_lookup", "local_rows",
-    "nullable", "read_local", "spark_frame",
+    "DEFAULT_LOCAL_ROWS", "LOCAL_ROWS_ENV", "arrow_schema", "collect_arrow", "fits", "local_rows",
+    "nullable", "read_local", "spark_frame", "spark_schema",
 ]

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -32,16 +34,17 @@ from waterline.engine.core.event_time import advance_sources, event_waterline
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import StreamBatchResult
 from waterline.engine.core.sqltext import quoted, sql_string
+from waterline.engine.core.stream_versions import batch_versions
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
-from waterline.engine.delta.arrow_files import DataFile
+from waterline.engine.delta.arrow_files import DataFile, read_matching
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease
 from waterline.engine.spark import held_append
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
-from waterline.engine.spark.local_frames import collect_arrow, fits, local_lookup
+from waterline.engine.spark.local_frames import arrow_schema, collect_arrow, fits, spark_schema
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
@@ -117,7 +120,7 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
         local = fits(stats["rows"])  # the batch's versions are collected and written from the driver
-        lookup = local and fits(held_log.row_count())  # and its keys looked up in held there
+        lookup = local and fits(held_log.row_count())  # and computed there, its keys looked up in held
         versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=lookup)
         token = new_token()
         counts = _write(spec, held_log, versions, token, local=local)
@@ -219,10 +222,11 @@ def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, d
 
 
 def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_log: TableLog, *,
-              seq: int, local: bool) -> DataFrame:
+              seq: int, local: bool) -> DataFrame | pa.Table:
     """The held versions the batch appends: each key's last valid record, diffed against the
     key's current version wherever it is (`waterline.semantics.stream_batch`). ``local``: a
-    small batch, whose keys are looked up in held on the driver (`local_frames`)."""
+    small batch, whose last records are collected, their keys looked up in held and the
+    versions computed on the driver (`stream_versions`)."""
     keys = list(spec.key)
     order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
     last = (rows.filter(F.col(REASON).isNull())
@@ -236,10 +240,15 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     )
     if later:
         tagged = tagged.withColumns(later)
+    if local:
+        collected = collect_arrow(tagged)
+        current = _current_arrow(spec, held_log, collected.select(keys))
+        return batch_versions(collected, current, keys, batch.payload, list(spec.tiers), remove_column=REMOVE,
+                              seq=seq, ingested_at_us=time.time_ns() // 1000)  # as current_timestamp(): the wall clock
     # A move is two versions of one seq (the removal in the old partition, the row in the new
     # one): of a key's newest seq, the row that is not a removal is the current version.
     newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
-    current = (_current_rows(spark, spec, held_log, last.select(*keys), local=local)
+    current = (read_delta(spark, spec.held_path)
                .join(last.select(*keys), on=keys, how="left_semi")
                .groupBy(*keys)
                .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"),
@@ -267,16 +276,13 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
             .unionByName(removals.withColumns(stamped).select(*columns)))
 
 
-def _current_rows(spark: SparkSession, spec: FeedSpec, held_log: TableLog, keys: DataFrame, *,
-                  local: bool) -> DataFrame:
-    """Where the batch's keys' current versions are found: held read by Spark, or, for a small
-    batch, held's rows of those keys, read on the driver one file at a time."""
-    if not local:
-        return read_delta(spark, spec.held_path)
+def _current_arrow(spec: FeedSpec, held_log: TableLog, keys: pa.Table) -> pa.Table:
+    """Held's rows of ``keys`` (key, seq, removed, hash, partition), read on the driver one
+    file at a time."""
     schema = table_schema(held_log)
     wanted = StructType([schema[c] for c in dict.fromkeys([*spec.key, C.SEQ, C.REMOVED, C.HASH, C.PARTITION])])
     files = [DataFile(a["path"], a["partitionValues"]) for a in held_log.file_actions()]
-    return local_lookup(spark, spec.held_path, files, wanted, collect_arrow(keys))
+    return read_matching(spec.held_path, files, arrow_schema(wanted), keys)
 
 
 def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> TableLog:
@@ -290,19 +296,24 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> T
     return TableLog.open(spec.held_path)
 
 
-def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame, token: str, *, local: bool) -> dict:
+def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame | pa.Table, token: str, *, local: bool) -> dict:
     """Spark writes the versions as files under ``token`` (uncommitted) and counts them in the
-    same pass (observed metrics); ``local``: they are collected and written from the driver.
-    Nothing written (every record equal to its key's current version) leaves no file."""
-    why_not = held_append.direct_unsupported(held_log, versions.drop(V.KIND).schema)
+    same pass (observed metrics); ``local``: they are collected (or were computed) on the
+    driver and written from there. Nothing written (every record equal to its key's current
+    version) leaves no file."""
+    stored = table_schema(held_log)
+    arrow = isinstance(versions, pa.Table)
+    why_not = held_append.direct_unsupported(held_log, spark_schema(versions.drop_columns([V.KIND])) if arrow
+                                             else versions.drop(V.KIND).schema)
     if why_not is not None:
         raise WaterlineError(f"feed {spec.feed}: a stream appends with waterline's commit writer, which cannot "
                              f"append to {spec.held_path}: {why_not}")
-    columns = table_schema(held_log).fieldNames()
+    columns = stored.fieldNames()
     if local:
-        collected = collect_arrow(versions)
+        collected = versions if arrow else collect_arrow(versions)
         try:
-            held_append.write_arrow(collected.drop_columns([V.KIND]), columns, spec.held_path, token)
+            rows = collected.select(columns).cast(arrow_schema(stored))
+            held_append.write_arrow(rows, columns, spec.held_path, token)
         except BaseException:
             held_append.discard(spec.held_path, token)
             raise

@@ -19,6 +19,7 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, Stru
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.races import new_token
+from waterline.engine.core.stream_versions import KIND
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import removal_schedule, schedule_columns
 from waterline.engine.spark.source import SOURCE_COLUMN
@@ -28,7 +29,6 @@ from waterline.policy import ReleasePlan
 from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
 
-KIND = "_wl_kind"
 VALID = f"{REASON} IS NULL"  # SQL text: a Column needs a running session
 
 
