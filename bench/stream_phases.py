@@ -42,7 +42,7 @@ PHASES = {
 #: the call that triggers it: a write, a collect, a footer read).
 DETAIL = {
     "waterline.engine.spark.stream_ingest": ["batch_output", "_prepare", "compile_tiers", "table_schema",
-                                             "_current_rows", "collect_arrow"],
+                                             "_current_arrow", "collect_arrow", "batch_versions"],
     "waterline.engine.spark.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
     "waterline.engine.spark.versions": ["observed_counts"],
     "waterline.engine.spark.staging": ["_read", "read_local", "step_outlook", "plan_step", "_stage_inserts",

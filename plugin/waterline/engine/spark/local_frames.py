@@ -6,7 +6,7 @@ them through Delta rebuilds each table's snapshot and filters its files in jobs 
 own, and each step of the plan is a job. Up to `local_rows()` rows, the files are read
 with pyarrow (`waterline.engine.delta.arrow_files`) and the tier step computed on the
 driver (`waterline.engine.log.staged_files`); where Spark still plans over them (a tier
-too large to read, a stream batch's versions), they become a local relation here.
+too large to read that way), they become a local relation here.
 Above that limit the Spark path reads and writes as before: the driver holds what it reads.
 """
 

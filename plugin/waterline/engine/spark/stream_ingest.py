@@ -119,11 +119,12 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
         if not held_log.exists:
             held_log = _create_held(spark, spec, batch, plans)
-        local = fits(stats["rows"])  # the batch's versions are collected and written from the driver
-        lookup = local and fits(held_log.row_count())  # and computed there, its keys looked up in held
-        versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=lookup)
+        # A small batch's versions are computed and written on the driver; its key lookup holds one
+        # held file's key columns at a time there, so held's size bounds its time, not the memory.
+        local = fits(stats["rows"])
+        versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=local)
         token = new_token()
-        counts = _write(spec, held_log, versions, token, local=local)
+        counts = _write(spec, held_log, versions, token)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
         # a version due before now is due now (late data, removals at minus infinity)
         due_by_tier = {t: max(tau, now) for t, tau in counts["min_tau"].items() if tau is not None}
@@ -296,30 +297,24 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> T
     return TableLog.open(spec.held_path)
 
 
-def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame | pa.Table, token: str, *, local: bool) -> dict:
-    """Spark writes the versions as files under ``token`` (uncommitted) and counts them in the
-    same pass (observed metrics); ``local``: they are collected (or were computed) on the
-    driver and written from there. Nothing written (every record equal to its key's current
+def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame | pa.Table, token: str) -> dict:
+    """Write the versions as files under ``token`` (uncommitted) and count them: computed on
+    the driver (Arrow rows), written from there; else Spark writes them and counts them in the
+    same pass (observed metrics). Nothing written (every record equal to its key's current
     version) leaves no file."""
     stored = table_schema(held_log)
-    arrow = isinstance(versions, pa.Table)
-    why_not = held_append.direct_unsupported(held_log, spark_schema(versions.drop_columns([V.KIND])) if arrow
+    local = isinstance(versions, pa.Table)
+    why_not = held_append.direct_unsupported(held_log, spark_schema(versions.drop_columns([V.KIND])) if local
                                              else versions.drop(V.KIND).schema)
     if why_not is not None:
         raise WaterlineError(f"feed {spec.feed}: a stream appends with waterline's commit writer, which cannot "
                              f"append to {spec.held_path}: {why_not}")
     columns = stored.fieldNames()
-    if local:
-        collected = versions if arrow else collect_arrow(versions)
-        try:
-            rows = collected.select(columns).cast(arrow_schema(stored))
-            held_append.write_arrow(rows, columns, spec.held_path, token)
-        except BaseException:
-            held_append.discard(spec.held_path, token)
-            raise
-        return V.arrow_counts(spec, collected)
-    observed, counted = V.observe_counts(spec, versions)
     try:
+        if local:
+            held_append.write_arrow(versions.select(columns).cast(arrow_schema(stored)), columns, spec.held_path, token)
+            return V.arrow_counts(spec, versions)
+        observed, counted = V.observe_counts(spec, versions)
         held_append.write_partitioned(observed.drop(V.KIND), columns, spec.held_path, token)
         return V.observed_counts(spec, counted, versions)
     except BaseException:
