@@ -116,7 +116,8 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
             staged_tiers.append(_stage_small(spark, spec, step, replace(state, next_due=next_due, pending=pending),
                                              held, held_schema, scope, single, tier_logs[step.tier], token))
     return StagedRelease(
-        feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
+        feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(),
+        staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
         steps=tuple(staged_tiers), settled=tuple(settled),
     )
 
@@ -126,7 +127,8 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
 
 
 def _stage_small(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: pa.Table,
-                 held_schema: StructType, scope: CandidateScope, single: set[str], tier_log: TableLog, token: str) -> StagedTier:
+                 held_schema: StructType, scope: CandidateScope, single: set[str], tier_log: TableLog,
+                 token: str) -> StagedTier:
     """A tier step whose held rows were read on the driver (``held``): computed there too
     (`staged_files.stage_tier`) when the tier's rows of its partitions are few as well,
     else by Spark over ``held`` as a local relation."""
@@ -250,7 +252,8 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
         change_type = F.col(_ACTION)
         cdc_rows = (
             rewritten
-            .select(*old_values, F.when(change_type == "update", "update_preimage").otherwise("delete").alias(CHANGE_TYPE))
+            .select(*old_values,
+                    F.when(change_type == "update", "update_preimage").otherwise("delete").alias(CHANGE_TYPE))
             .unionByName(
                 changes.filter(F.col(_ACTION).isin("update", "insert"))
                 .select(*new_values, F.when(change_type == "update", "update_postimage").otherwise("insert")
