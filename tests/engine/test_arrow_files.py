@@ -75,6 +75,16 @@ def test_read_matching_keeps_the_rows_of_the_keys_asked_with_every_column(tmp_pa
     assert read_matching(table, files, SCHEMA, pa.table({"id": pa.array([], pa.string())})).num_rows == 0
 
 
+def test_read_matching_finds_float_keys_as_sparks_join_does(tmp_path):
+    table = str(tmp_path / "f")
+    rows = pa.table({"k": [-0.0, float("nan"), 1.5], "n": [1, 2, 3], "p": ["x", "x", "x"]})
+    write_partitioned(rows, f"{table}/_stage/z/data", partition_by="p")
+    files = [DataFile(f.path, f.partition_values) for f in written_files(table, "_stage/z/data", stats=False)]
+    schema = pa.schema([("k", pa.float64()), ("n", pa.int64()), ("p", pa.string())])
+    got = read_matching(table, files, schema, pa.table({"k": [0.0, float("nan")]}))  # 0.0 = -0.0, NaN = NaN
+    assert sorted(got["n"].to_pylist()) == [1, 2]
+
+
 def test_a_row_without_a_partition_value_is_refused(tmp_path):
     rows = _rows().set_column(4, "p", pa.array([None, "x", "x", "x"], pa.string()))
     with pytest.raises(ValueError, match="without a value of the partition column p"):

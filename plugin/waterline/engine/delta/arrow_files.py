@@ -70,9 +70,17 @@ def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
 def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:
     # Acero's join carries no struct column along: join the keys and a row number, then take
     keys = wanted.column_names
-    numbered = rows.select(keys).append_column("_wl_row", pa.array(range(rows.num_rows), pa.int64()))
-    found = numbered.join(wanted, keys=keys, join_type="left semi").column("_wl_row")
+    numbered = _join_keys(rows.select(keys)).append_column("_wl_row", pa.array(range(rows.num_rows), pa.int64()))
+    found = numbered.join(_join_keys(wanted), keys=keys, join_type="left semi").column("_wl_row")
     return rows.take(found)
+
+
+def _join_keys(keys: pa.Table) -> pa.Table:
+    """Key columns equal where Spark's join finds them equal: Spark normalizes -0.0 to 0.0
+    in join keys (NaN already equals NaN in both); Acero compares the bits. Adding 0.0
+    turns -0.0 into 0.0 and leaves every other value as it is."""
+    columns = [pc.add(c, pa.scalar(0.0, c.type)) if pa.types.is_floating(c.type) else c for c in keys.columns]
+    return pa.Table.from_arrays(columns, names=keys.column_names)
 
 
 def _read_one(fs: Any, base: str, table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:
