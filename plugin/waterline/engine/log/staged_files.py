@@ -35,12 +35,12 @@ FILE_COLUMN = "_wl_file"
 
 
 def stage_tier(spec: FeedSpec, staged: StagedTier, bounds: StepBounds, held: pa.Table, scope: CandidateScope,
-               tier_log: TableLog, tier_schema: pa.Schema, token: str) -> StagedTier:
+               tier_log: TableLog, tier_schema: pa.Schema, token: str, *, in_tier: set[str]) -> StagedTier:
     """One tier step computed and written from the driver: ``held``, the held rows the step
-    reads (`step_files`, at most the release's seq); ``tier_schema``: the tier's columns."""
+    reads (`step_files`, at most the release's seq); ``tier_schema``: the tier's columns;
+    ``in_tier``: the step's partitions the tier has files in."""
     keys = [C.PARTITION, *spec.key]
     desired = desired_rows(held, bounds, keys, partitions=scope.partitions, seq_floor=scope.seq_floor)
-    in_tier = set(tier_log.partitions().intersection(scope.partitions))
     folder = stage_folder(spec, staged.tier, token)
     if not in_tier:  # the tier has no row in these partitions yet: every present row is an insert
         present = desired.column(PRESENT)

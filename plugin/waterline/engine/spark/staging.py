@@ -139,7 +139,8 @@ def _stage_small(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tie
     if not in_tier or fits(tier_log.row_count(sorted(in_tier))):
         bounds = StepBounds(tier=step.tier, low=step.low, s0=step.s0, w=step.w)
         tier_schema = arrow_schema(table_schema(tier_log))
-        return staged_files.stage_tier(spec, staged, bounds, held, scope, tier_log, tier_schema, token)
+        return staged_files.stage_tier(spec, staged, bounds, held, scope, tier_log, tier_schema, token,
+                                       in_tier=in_tier)
     frame = spark_frame(spark, held, held_schema)
     return _stage_tier(spark, spec, step, state, frame, scope, single, tier_log, token)
 
