@@ -7,9 +7,10 @@ a continuous run at a steady rate (``--rate R --seconds S``, as `bench.stream_la
 runs it, with its producer and spec). It prints each phase's mean and max seconds per
 batch: what to look at before changing the batch path.
 
-Phases: ingest = decode + check (`_checked`, the first job: Kafka read, parse, transform),
-quarantine (`_quarantine`), versions written (`_write`: collapse, diff against held,
-files), commit (`_commit`); release = stage (`stage`: the tiers' outlook and each tier's
+Phases: ingest = decode + check (a small batch: `collect_rows`, its one job: Kafka read,
+parse, transform, tags; then `small_batch` on the driver; a large one: `_checked`, the
+first of its jobs), quarantine (`_quarantine`), versions written (`_write`: files; a
+large batch's collapse and diff against held too), commit (`_commit`); release = stage (`stage`: the tiers' outlook and each tier's
 changes and files) + commit (`commit_staged`).
 
 Usage: python -m bench.stream_phases [--drain 300000 | --rate 5000 --seconds 120] [--detail]
@@ -42,14 +43,15 @@ PHASES = {
 #: the call that triggers it: a write, a collect, a footer read).
 DETAIL = {
     "waterline.engine.spark.stream_ingest": ["batch_output", "_prepare", "compile_tiers", "table_schema",
-                                             "_current_arrow", "collect_arrow", "batch_versions"],
+                                             "collect_rows", "small_batch"],
+    "waterline.engine.spark.stream_small": ["current_versions", "batch_counts", "last_records", "batch_versions"],
     "waterline.engine.spark.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
     "waterline.engine.spark.versions": ["observed_counts"],
     "waterline.engine.spark.staging": ["_read", "read_local", "step_outlook", "plan_step", "_stage_inserts",
                                        "_write_files", "write_parquet", "change_actions"],
     "waterline.engine.log.staged_files": ["desired_rows", "read_files", "tier_changes", "write_partitioned",
                                           "inserts_staged", "change_actions"],
-    "waterline.engine.spark.stream": ["_release_after"],
+    "waterline.engine.spark.stream": ["_release_after", "batch_bound"],
     "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
 }
 

@@ -9,6 +9,8 @@ from deltalake import DeltaTable
 from tests.streams.kafkakit import iso, new_topic, produce, stream_spec
 from waterline import load
 from waterline import semantics as S
+from waterline.engine.log.stream_offsets import batch_bound
+from waterline.engine.spark.stream import checkpoint_path
 from waterline.errors import WaterlineError
 
 DAY1 = 1_767_571_200_000_000  # 2026-01-05T00:00:00Z
@@ -38,6 +40,7 @@ def test_a_drained_topic_collapses_revisions_tombstones_and_moves_and_releases_t
         (0, "b", None),  # a tombstone removes b
         (0, "c", {"px": 3.0, "ts": t + 24 * H}),  # c moves to the next day
         (0, "d", b"{not json"),  # quarantined, never a row
+        (0, "f", {"px": 9.0, "ts": DAY1 - 240 * H}),  # 2025-12-26: before the scheme's first day, quarantined
     ]
     produce(kafka.bootstrap, topic, [(p, k, {"px": v["px"], "ts": iso(v["ts"])} if isinstance(v, dict) else v)
                                      for p, k, v in records])
@@ -45,9 +48,13 @@ def test_a_drained_topic_collapses_revisions_tombstones_and_moves_and_releases_t
     run = feed.stream(once=True)
 
     applied = [b for b in run.batches if not b.skipped]
-    assert sum(b.records for b in applied) == 6 and sum(b.quarantined for b in applied) == 1
+    assert sum(b.records for b in applied) == 7 and sum(b.quarantined for b in applied) == 2
+    kept = {r["_wl_reason"]: r["_wl_row"] for r in DeltaTable(feed.spec.quarantine_path).to_pyarrow_table().to_pylist()}
+    assert kept == {f"could not be parsed as json (topic {topic}, partition 0, offset 6)": "{not json",
+                    "partition_by gave '2025-12-26': before the first partition 2026-01-01":
+                        '{"id":"f","px":9.0,"event_time":"2025-12-26T00:00:00.000Z"}'}
     assert run.releases, "the realtime tier has rows due at once: released in the same run"
-    want = {k: v for k, v in _model([(p, k, v) for p, k, v in records]).items()}
+    want = {k: v for k, v in _model([(p, k, v) for p, k, v in records if k != "f"]).items()}
     assert want == {"a": ("2026-01-05", 1.5), "c": ("2026-01-06", 3.0)}
     assert _tier(feed, "realtime") == want
     # event times are in January: long due under the 15-minute delay too
@@ -61,6 +68,11 @@ def test_a_drained_topic_collapses_revisions_tombstones_and_moves_and_releases_t
     third = feed.stream(once=True)
     assert third.versions_written == 2  # c removed, e inserted; a unchanged appends nothing
     assert _tier(feed, "realtime") == {"a": ("2026-01-05", 1.5), "e": ("2026-01-05", 5.0)}
+    # Spark's checkpoint told each batch's size before its first job (no transaction markers
+    # here, so exactly): what lets a small batch be read by one job
+    point = checkpoint_path(feed.spec, "source")
+    assert [batch_bound(point, b) for b in (0, 1)] == [8, 3]
+    assert batch_bound(point, 2) is None  # no such batch
 
 
 def test_a_replayed_batch_is_skipped_by_the_held_tables_transaction(kafka, spark, tmp_path):

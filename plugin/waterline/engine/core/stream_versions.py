@@ -12,16 +12,18 @@ a move's two versions of one seq, the row rather than the removal):
   version's, appends a removal in the current version's partition: no payload but the
   key, invisible in every tier, due at once.
 
-For a batch whose rows the driver collects anyway, this replaces the Spark join and the
-second collect. The stream property test draws per round whether Spark or this module
-computes the versions and compares both with `waterline.semantics`.
+For a batch small enough to collect, the driver also takes each key's last record
+(`last_records`) and the batch's counts (`batch_counts`), so the batch costs one Spark job.
+The stream property test draws per round whether Spark or this module computes the
+versions and compares both with `waterline.semantics`.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.arrow_step import identities
@@ -79,8 +81,45 @@ def batch_versions(last: pa.Table, current: pa.Table, keys: Sequence[str], paylo
     return out.append_column(C.INGESTED_AT, stamp).append_column(C.SEQ, pa.array([seq] * out.num_rows, pa.int64()))
 
 
+def last_records(rows: pa.Table, keys: Sequence[str], order: Sequence[str]) -> pa.Table:
+    """Of each key's rows, the one greatest by ``order`` (the record's topic, Kafka partition
+    and offset), as Spark's ``row_number`` over the key ordered by them descending picks it;
+    keys are equal where SQL's grouping is (NaN with NaN, -0.0 with 0.0)."""
+    if rows.num_rows == 0:
+        return rows
+    ids = identities(rows, keys)
+    seen: set[tuple] = set()
+    picked = []
+    for i in pc.sort_indices(rows, sort_keys=[(c, "descending") for c in order]).to_pylist():
+        if ids[i] not in seen:
+            seen.add(ids[i])
+            picked.append(i)
+    return rows.take(pa.array(sorted(picked), pa.int64()))
+
+
+def batch_counts(rows: pa.Table, *, reason: str, remove: str, partition: str, event_us: str,
+                 bad_partition: Callable[[str], str | None]) -> tuple[pa.Table, dict]:
+    """The batch's rows with ``reason`` set where ``bad_partition`` faults a valid row's
+    partition value (asked once per distinct value), and its counts as
+    `stream_ingest._checked` gives them in Spark: rows, quarantined, and the greatest
+    ``event_us`` of a valid row that is no removal (None: none)."""
+    valid = pc.is_null(rows.column(reason))
+    values = pc.unique(pc.filter(rows.column(partition), valid)).to_pylist()
+    bad = {v: why for v in values if v is not None and (why := bad_partition(v)) is not None}
+    if bad:
+        reasons = [r if r is not None or p not in bad else bad[p]
+                   for r, p in zip(rows.column(reason).to_pylist(), rows.column(partition).to_pylist())]
+        at = rows.schema.get_field_index(reason)
+        rows = rows.set_column(at, rows.schema.field(at), pa.array(reasons, rows.schema.field(at).type))
+        valid = pc.is_null(rows.column(reason))
+    upserts = pc.and_(valid, pc.invert(pc.fill_null(rows.column(remove), False)))
+    latest = pc.max(pc.filter(rows.column(event_us), upserts)).as_py()
+    quarantined = rows.num_rows - pc.sum(valid.cast(pa.int64())).as_py() if rows.num_rows else 0
+    return rows, {"rows": rows.num_rows, "quarantined": quarantined, "max_event": latest}
+
+
 def _table(columns: dict, order: list[str]) -> pa.Table:
     return pa.table({c: columns[c] for c in order})
 
 
-__all__ = ["KIND", "batch_versions"]
+__all__ = ["KIND", "batch_counts", "batch_versions", "last_records"]

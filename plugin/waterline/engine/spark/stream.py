@@ -34,6 +34,7 @@ from waterline.engine.delta import storage
 from waterline.engine.delta.objects import read_object
 from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.engine.log.status import read_feed_status
+from waterline.engine.log.stream_offsets import batch_bound
 from waterline.engine.spark.release import release
 from waterline.engine.spark.spark_errors import spark_message
 from waterline.engine.spark.stream_ingest import batches_in_log, ingest_batch
@@ -87,7 +88,8 @@ class BatchSink:
     def __call__(self, records: DataFrame, batch_id: int) -> tuple[StreamBatchResult, ReleaseResult | None]:
         faults.boundary(faults.STREAM_BATCH_START)
         spark = records.sparkSession
-        done = ingest_batch(spark, self.spec, self.source, records, batch_id, clock=self.clock)
+        done = ingest_batch(spark, self.spec, self.source, records, batch_id, clock=self.clock,
+                            bound=batch_bound(checkpoint_path(self.spec, self.source), batch_id))
         log.info("%s", done.summary())
         released = _release_after(spark, self.spec, done, self.clock) if self.release_due else None
         faults.boundary(faults.STREAM_BATCH_END)

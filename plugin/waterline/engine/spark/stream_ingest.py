@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -34,19 +33,18 @@ from waterline.engine.core.event_time import advance_sources, event_waterline
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import StreamBatchResult
 from waterline.engine.core.sqltext import quoted, sql_string
-from waterline.engine.core.stream_versions import batch_versions
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
-from waterline.engine.delta.arrow_files import DataFile, read_matching
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease
 from waterline.engine.spark import held_append
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
-from waterline.engine.spark.local_frames import arrow_schema, collect_arrow, fits, spark_schema
+from waterline.engine.spark.local_frames import arrow_schema, fits, spark_frame, spark_schema
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
+from waterline.engine.spark.stream_small import bad_partition, collect_rows, small_batch
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
 from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
@@ -73,11 +71,12 @@ def applied_batch(spec: FeedSpec, source: str) -> int | None:
 
 
 def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int, *,
-                 clock: Clock | None = None) -> StreamBatchResult:
+                 clock: Clock | None = None, bound: int | None = None) -> StreamBatchResult:
     """Append micro-batch ``batch_id`` of ``source`` (Spark's Kafka columns) to the held table,
-    unless the held table has it already."""
+    unless the held table has it already. ``bound``: at most how many records the batch holds,
+    when the caller knows (`stream_offsets.batch_bound`); a batch that fits is read by one job."""
     clock = clock or SystemClock()
-    return under_lease(spec, lambda lease: _batch_locked(spark, spec, source, records, batch_id, clock, lease),
+    return under_lease(spec, lambda lease: _batch_locked(spark, spec, source, records, batch_id, clock, lease, bound),
                        what=f"stream {source} batch {batch_id}", where=f"source {source}: batch {batch_id}")
 
 
@@ -90,7 +89,7 @@ class _Batch:
 
 
 def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int,
-                  clock: Clock, lease: Lease) -> StreamBatchResult:
+                  clock: Clock, lease: Lease, bound: int | None) -> StreamBatchResult:
     app = stream_app(source)
     held_log = TableLog.open(spec.held_path)
     done = held_log.transaction_version(app)
@@ -101,28 +100,46 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
     now = clock.now_us()
     frames = batch_output(spec, source, records)
     try:
-        return _write_batch(spark, spec, source, batch_id, frames.output, frames.unparsed, held_log, state, now, lease)
+        return _write_batch(spark, spec, source, batch_id, frames.output, frames.unparsed, held_log, state, now, lease,
+                            bound)
     finally:
         frames.close()
 
 
 def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, output: DataFrame,
                  unparsed: DataFrame | None, held_log: TableLog, state: HeldState, now: int,
-                 lease: Lease) -> StreamBatchResult:
+                 lease: Lease, bound: int | None) -> StreamBatchResult:
     app = stream_app(source)
     batch = _prepare(spark, spec, output, held_log, state)
-    cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    plans = compile_tiers(spark, spec, batch.rows.select(batch.payload), batch.schema)
+    if not held_log.exists:
+        held_log = _create_held(spark, spec, batch, plans)
+    tags, later = _tags(batch, plans)
+    cached = None
     try:
-        rows, stats = _checked(spec, cached, source)
-        quarantined = stats["quarantined"] + _quarantine(spec, source, batch_id, rows, unparsed, now,
-                                                         invalid=stats["quarantined"])
-        plans = compile_tiers(spark, spec, rows.select(batch.payload), batch.schema)
-        if not held_log.exists:
-            held_log = _create_held(spark, spec, batch, plans)
-        # A small batch's versions are computed and written on the driver; its key lookup holds one
-        # held file's key columns at a time there, so held's size bounds its time, not the memory.
-        local = fits(stats["rows"])
-        versions = _versions(spark, spec, batch, rows, plans, held_log, seq=state.seq + 1, local=local)
+        # A small batch is collected by one Spark job and checked, collapsed and diffed against
+        # held on the driver (`stream_small`); its key lookup holds one held file's key columns
+        # at a time there, so held's size bounds its time, not the memory. Its size comes from
+        # the checkpoint's offsets (``bound``) or, when they do not tell, from `_checked`.
+        if fits(bound):
+            small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
+                                batch.rows.columns, batch.payload, held_log, seq=state.seq + 1)
+        else:
+            cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+            rows, stats = _checked(spec, cached, source)
+            small = (small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed), rows.columns,
+                                 batch.payload, held_log, seq=state.seq + 1) if fits(stats["rows"]) else None)
+        if small is not None:
+            stats, versions = small.stats, small.versions
+            invalid = spark_frame(spark, small.invalid, batch.rows.schema) if small.invalid.num_rows else None
+            unparsed = (spark.createDataFrame(small.unparsed) if small.unparsed.num_rows else None)
+            bad = small.unparsed.num_rows
+        else:
+            versions = _versions(spark, spec, batch, rows, tags, later, held_log, seq=state.seq + 1)
+            invalid = rows if stats["quarantined"] else None
+            bad = None if unparsed is None else unparsed.count()
+        _quarantine(spec, source, batch_id, invalid, unparsed if bad else None, now)
+        quarantined = stats["quarantined"] + (bad or 0)
         token = new_token()
         counts = _write(spec, held_log, versions, token)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
@@ -143,7 +160,8 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
                 lease.check()
                 write_commit(held_log.snapshot(), property_commit(new))
     finally:
-        cached.unpersist()
+        if cached is not None:
+            cached.unpersist()
     return done
 
 
@@ -209,12 +227,7 @@ def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, d
         F.max(F.when(valid & ~F.col(REMOVE), F.unix_micros(F.col(spec.event_time)))).alias("max_event"),
         F.collect_set(F.when(valid, F.col(C.PARTITION))).alias("partitions"),
     ).collect()[0]
-    bad = {}
-    for value in row["partitions"]:
-        try:
-            spec.partitions.validate(value)
-        except SpecError as exc:
-            bad[value] = f"partition_by gave {value!r}: {str(exc).rsplit(': ', 1)[-1]}"
+    bad = {v: why for v in row["partitions"] if (why := bad_partition(spec, v)) is not None}
     if bad:
         reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
         return _checked(spec, rows.withColumn(REASON, reason), source)
@@ -222,30 +235,26 @@ def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, d
                   "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
 
 
-def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, plans, held_log: TableLog, *,
-              seq: int, local: bool) -> DataFrame | pa.Table:
-    """The held versions the batch appends: each key's last valid record, diffed against the
-    key's current version wherever it is (`waterline.semantics.stream_batch`). ``local``: a
-    small batch, whose last records are collected, their keys looked up in held and the
-    versions computed on the driver (`stream_versions`)."""
+def _tags(batch: _Batch, plans) -> tuple[dict[str, Column], dict[str, Column]]:
+    """A record's row hash and schedule columns; then those that read the schedule's first
+    columns (`schedule.schedule_columns`)."""
+    first, later = schedule_columns(plans)
+    return {C.HASH: row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text), **first}, later
+
+
+def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, tags: dict[str, Column],
+              later: dict[str, Column], held_log: TableLog, *, seq: int) -> DataFrame:
+    """The held versions a batch too large to collect appends, planned in Spark: each key's
+    last valid record, diffed against the key's current version wherever it is
+    (`waterline.semantics.stream_batch`; `stream_small` is the driver's way)."""
     keys = list(spec.key)
     order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
     last = (rows.filter(F.col(REASON).isNull())
             .withColumn("_wl_rank", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
             .filter(F.col("_wl_rank") == 1))
-    first, later = schedule_columns(plans)
-    tagged = last.select(
-        *batch.payload, REMOVE, C.PARTITION,
-        row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text).alias(C.HASH),
-        *[column.alias(name) for name, column in first.items()],
-    )
+    tagged = last.select(*batch.payload, REMOVE, C.PARTITION, *[column.alias(name) for name, column in tags.items()])
     if later:
         tagged = tagged.withColumns(later)
-    if local:
-        collected = collect_arrow(tagged)
-        current = _current_arrow(spec, held_log, collected.select(keys))
-        return batch_versions(collected, current, keys, batch.payload, list(spec.tiers), remove_column=REMOVE,
-                              seq=seq, ingested_at_us=time.time_ns() // 1000)  # as current_timestamp(): the wall clock
     # A move is two versions of one seq (the removal in the old partition, the row in the new
     # one): of a key's newest seq, the row that is not a removal is the current version.
     newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
@@ -275,15 +284,6 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     stamped = {C.INGESTED_AT: F.current_timestamp(), C.SEQ: F.lit(seq).cast("bigint")}
     return (upserts.drop(REMOVE, _CURRENT).withColumns(stamped).select(*columns)
             .unionByName(removals.withColumns(stamped).select(*columns)))
-
-
-def _current_arrow(spec: FeedSpec, held_log: TableLog, keys: pa.Table) -> pa.Table:
-    """Held's rows of ``keys`` (key, seq, removed, hash, partition), read on the driver one
-    file at a time."""
-    schema = table_schema(held_log)
-    wanted = StructType([schema[c] for c in dict.fromkeys([*spec.key, C.SEQ, C.REMOVED, C.HASH, C.PARTITION])])
-    files = [DataFile(a["path"], a["partitionValues"]) for a in held_log.file_actions()]
-    return read_matching(spec.held_path, files, arrow_schema(wanted), keys)
 
 
 def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> TableLog:
@@ -332,30 +332,28 @@ def _commit(spec: FeedSpec, held_log: TableLog, state: HeldState, txn: tuple[str
     faults.boundary(faults.INGEST_AFTER_COMMIT)
 
 
-def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame, unparsed: DataFrame | None,
-                now_us: int, *, invalid: int) -> int:
-    """Append the batch's invalid rows and unparseable records to the quarantine table, once:
-    the append carries the transaction (stream app, batch id), so a replay adds nothing.
-    Returns how many unparseable records there were (``invalid``: the invalid rows `_checked`
-    counted, so a clean batch costs no Spark job here)."""
+def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame | None, unparsed: DataFrame | None,
+                now_us: int) -> None:
+    """Append the batch's invalid rows (those of ``rows`` with a reason) and its unparseable
+    records (``unparsed``: quarantine rows) to the quarantine table, once: the append carries
+    the transaction (stream app, batch id), so a replay adds nothing. None: there are none."""
     at = F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at")
-    where = F.coalesce(F.col(C.PARTITION), F.lit(f"stream-{source}")).alias(C.PARTITION)
-    payload = [c for c in rows.columns if not C.is_system(c) and c != REASON]
-    out = rows.filter(F.col(REASON).isNotNull()).select(
-        where, F.col(REASON).alias("_wl_reason"), F.to_json(F.struct(*[F.col(c) for c in payload])).alias("_wl_row"), at)
-    bad = 0
-    if unparsed is not None:  # a filter of the kept, decoded batch (`stream_source.decoded`)
-        bad = unparsed.count()
-        if bad:
-            out = out.unionByName(unparsed.select(F.lit(f"stream-{source}").alias(C.PARTITION),
-                                                  F.col(UNPARSED_REASON).alias("_wl_reason"),
-                                                  F.col(UNPARSED_ROW).alias("_wl_row"), at))
-    if not invalid and not bad:
-        return bad
+    parts = []
+    if rows is not None:
+        where = F.coalesce(F.col(C.PARTITION), F.lit(f"stream-{source}")).alias(C.PARTITION)
+        payload = [c for c in rows.columns if not C.is_system(c) and c != REASON]
+        parts.append(rows.filter(F.col(REASON).isNotNull()).select(
+            where, F.col(REASON).alias("_wl_reason"), F.to_json(F.struct(*[F.col(c) for c in payload])).alias("_wl_row"),
+            at))
+    if unparsed is not None:
+        parts.append(unparsed.select(F.lit(f"stream-{source}").alias(C.PARTITION),
+                                     F.col(UNPARSED_REASON).alias("_wl_reason"), F.col(UNPARSED_ROW).alias("_wl_row"), at))
+    if not parts:
+        return
+    out = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     (out.write.format("delta").mode("append").partitionBy(C.PARTITION)
      .option("txnAppId", f"{stream_app(source)}.quarantine").option("txnVersion", str(batch_id))
      .save(spec.quarantine_path))
-    return bad
 
 
 def _next_state(spec: FeedSpec, state: HeldState, source: str, max_event: dict, counts: dict, now_us: int, *,

@@ -104,9 +104,12 @@ def decoded(records: DataFrame, source: SourceSpec) -> Decoded:
     else:
         schema = f"{kafka.value_schema}, `{CORRUPT}` STRING"
         options = {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}
-        text = F.col("value").cast("string")
-        parse = F.from_json(text, schema, options) if kafka.value_format == "json" else F.from_csv(text, schema, options)
+        raw = F.col("value").cast("string")
+        parse = F.from_json(raw, schema, options) if kafka.value_format == "json" else F.from_csv(raw, schema, options)
         bad = F.col("value").isNotNull() & F.col(f"value.{CORRUPT}").isNotNull()
+        # read from the kept rows, whose ``value`` is the parsed struct: the record's text is
+        # what Spark kept of it in the corrupt-record field
+        text = F.col(f"value.{CORRUPT}")
     parsed = records.withColumn("value", F.when(F.col("value").isNull(), F.lit(None)).otherwise(parse))
     kept = parsed.withColumn(_BAD, bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     unparsed = kept.filter(F.col(_BAD)).select(
