@@ -52,10 +52,33 @@ def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys
     """The rows of ``files`` (as `read_files` gives them, ``schema``'s columns only) whose
     values in ``keys``' columns are a row of ``keys``: a key lookup that holds one file's
     columns at a time, not the table's."""
-    wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
-    wanted = wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
+    wanted = _wanted(keys, schema)
     fs, base = storage.arrow_filesystem(table)
     return _one_chunk([_matching(_read_one(fs, base, table, f, schema, None), wanted) for f in files], schema)
+
+
+def rows_matching(rows: pa.Table, keys: pa.Table) -> pa.Table:
+    """The rows of ``rows`` whose values in ``keys``' columns are a row of ``keys``, keys
+    equal as in Spark's join (`read_matching` over rows already read)."""
+    return _one_chunk([_matching(rows, _wanted(keys, rows.schema))], rows.schema)
+
+
+def join_keys(keys: pa.Table) -> pa.Table:
+    """Key columns equal where Spark's join and grouping find them equal: Spark normalizes
+    -0.0 to 0.0 and every NaN to one NaN in keys; Acero compares the bits. Adding 0.0 turns
+    -0.0 into 0.0 and leaves every other value as it is; each NaN becomes the same NaN."""
+    return pa.Table.from_arrays([_normal(c) for c in keys.columns], names=keys.column_names)
+
+
+def _normal(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    if not pa.types.is_floating(column.type):
+        return column
+    return pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), column.type), pc.add(column, pa.scalar(0.0, column.type)))
+
+
+def _wanted(keys: pa.Table, schema: pa.Schema) -> pa.Table:
+    wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
+    return wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
 
 
 def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
@@ -70,17 +93,9 @@ def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
 def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:
     # Acero's join carries no struct column along: join the keys and a row number, then take
     keys = wanted.column_names
-    numbered = _join_keys(rows.select(keys)).append_column("_wl_row", pa.array(range(rows.num_rows), pa.int64()))
-    found = numbered.join(_join_keys(wanted), keys=keys, join_type="left semi").column("_wl_row")
+    numbered = join_keys(rows.select(keys)).append_column("_wl_row", pa.array(range(rows.num_rows), pa.int64()))
+    found = numbered.join(join_keys(wanted), keys=keys, join_type="left semi").column("_wl_row")
     return rows.take(found)
-
-
-def _join_keys(keys: pa.Table) -> pa.Table:
-    """Key columns equal where Spark's join finds them equal: Spark normalizes -0.0 to 0.0
-    in join keys (NaN already equals NaN in both); Acero compares the bits. Adding 0.0
-    turns -0.0 into 0.0 and leaves every other value as it is."""
-    columns = [pc.add(c, pa.scalar(0.0, c.type)) if pa.types.is_floating(c.type) else c for c in keys.columns]
-    return pa.Table.from_arrays(columns, names=keys.column_names)
 
 
 def _read_one(fs: Any, base: str, table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:
@@ -130,4 +145,4 @@ def write_partitioned(rows: pa.Table, root: str, *, partition_by: str) -> int:
     return written
 
 
-__all__ = ["DataFile", "read_files", "read_matching", "write_partitioned"]
+__all__ = ["DataFile", "join_keys", "read_files", "read_matching", "rows_matching", "write_partitioned"]

@@ -258,11 +258,13 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     # A move is two versions of one seq (the removal in the old partition, the row in the new
     # one): of a key's newest seq, the row that is not a removal is the current version.
     newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
-    current = (read_delta(spark, spec.held_path)
-               .join(last.select(*keys), on=keys, how="left_semi")
-               .groupBy(*keys)
-               .agg(F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"),
-                                      F.col(C.PARTITION).alias("p")), newest).alias(_CURRENT)))
+    found = F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"), F.col(C.PARTITION).alias("p")),
+                     newest).alias(_CURRENT)
+    if held_log.row_count() == 0:  # a feed's first batch (a drain): nothing to look up, no scan of held
+        held = spark.createDataFrame([], table_schema(held_log))
+    else:
+        held = read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
+    current = held.groupBy(*keys).agg(found)
     joined = tagged.join(current, on=keys, how="left")
     cur = F.col(_CURRENT)
     live = cur.isNotNull() & ~cur["r"]
