@@ -118,9 +118,9 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
     cached = None
     try:
         # A small batch is collected by one Spark job and checked, collapsed and diffed against
-        # held on the driver (`stream_small`); its key lookup holds one held file's key columns
-        # at a time there, so held's size bounds its time, not the memory. Its size comes from
-        # the checkpoint's offsets (``bound``) or, when they do not tell, from `_checked`.
+        # held on the driver (`stream_small`; its keys are looked up in the columns this process
+        # keeps of held's files, `held_keys`). Its size comes from the checkpoint's offsets
+        # (``bound``) or, when they do not tell, from `_checked`.
         if fits(bound):
             small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
                                 batch.rows.columns, batch.payload, held_log, seq=state.seq + 1)
