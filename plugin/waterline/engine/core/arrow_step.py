@@ -167,7 +167,12 @@ def tier_changes(desired: pa.Table, old: pa.Table, keys: Sequence[str], schema: 
 def identities(rows: pa.Table, keys: Sequence[str]) -> list[tuple]:
     """Each row's values of ``keys`` as a tuple that is equal where SQL's grouping is (NaN
     equals NaN there, not in Python)."""
-    columns = [[_comparable(v) for v in rows.column(k).to_pylist()] for k in keys]
+    columns = []
+    for k in keys:
+        column = rows.column(k)
+        values = column.to_pylist()
+        # only a floating column holds NaN: the others are taken as they come (most keys)
+        columns.append([_comparable(v) for v in values] if pa.types.is_floating(column.type) else values)
     return list(zip(*columns)) if columns else [()] * rows.num_rows
 
 
