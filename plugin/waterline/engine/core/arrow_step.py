@@ -27,10 +27,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from waterline.engine.core import columns as C
+from waterline.engine.core.arrow_keys import matching_rows
 from waterline.semantics import POS_INF
 
 #: Columns `desired_rows` adds to the identity and payload columns it takes from held.
@@ -124,13 +126,17 @@ def tier_changes(desired: pa.Table, old: pa.Table, keys: Sequence[str], schema: 
     """``desired`` (`desired_rows`) against ``old``, the tier's rows of the step's partitions
     with each row's file in ``file_column``; ``schema``: the tier's columns, as the new data
     files hold them."""
-    index = {key: i for i, key in enumerate(identities(old, keys))}
-    old_seq, old_start, old_end = (old.column(c).to_pylist() for c in (C.SEQ, C.START, C.END))
-    old_files = old.column(file_column).to_pylist()
+    # Only the tier rows of the step's identities are compared (an Acero semi join): a
+    # stream's tier partition holds every key of the day, its step a few thousand.
+    near = matching_rows(old, desired, keys)
+    compared, number = old.take(near), near.to_pylist()  # number: a compared row's row in ``old``
+    index = {key: i for i, key in enumerate(identities(compared, keys))}
+    old_seq, old_start, old_end = (compared.column(c).to_pylist() for c in (C.SEQ, C.START, C.END))
+    old_files = compared.column(file_column).to_pylist()
     new_seq, new_start, new_end = (desired.column(c).to_pylist() for c in (C.SEQ, C.START, C.END))
     present, reasons = desired.column(PRESENT).to_pylist(), desired.column(REASON).to_pylist()
     counts: dict[tuple[str | None, str], int] = {}
-    inserted, updated, deleted = [], [], []  # desired rows, (desired, old) pairs, old rows
+    inserted, updated, deleted = [], [], []  # desired rows, (desired, compared) pairs, compared rows
     for j, key in enumerate(identities(desired, keys)):
         t = index.get(key)
         if t is None:
@@ -148,15 +154,17 @@ def tier_changes(desired: pa.Table, old: pa.Table, keys: Sequence[str], schema: 
             updated.append((j, t))
         elif action == "delete":
             deleted.append(t)
-    rewritten = {t for _, t in updated} | set(deleted)
-    touched = sorted({old_files[t] for t in rewritten})
-    in_touched = set(touched)
-    kept = [t for t, f in enumerate(old_files) if f in in_touched and t not in rewritten]
+    touched = sorted({old_files[t] for _, t in updated} | {old_files[t] for t in deleted})
+    rewritten = {number[t] for _, t in updated} | {number[t] for t in deleted}
+    stays = np.ones(old.num_rows, dtype=bool)
+    stays[list(rewritten)] = False
+    in_touched = pc.is_in(old.column(file_column), value_set=pa.array(touched, pa.string()))
+    kept = pc.indices_nonzero(pc.and_(in_touched, pa.array(stays)))
     new_values = _rows(desired, [j for j, _ in updated] + inserted, schema)
     new_rows = pa.concat_tables([_rows(old, kept, schema), new_values])
     cdc = None
     if updated or deleted:
-        pre = _rows(old, [t for _, t in updated] + deleted, schema)
+        pre = _rows(old, [number[t] for _, t in updated] + [number[t] for t in deleted], schema)
         kinds = ["update_preimage"] * len(updated) + ["delete"] * len(deleted)
         post_kinds = ["update_postimage"] * len(updated) + ["insert"] * len(inserted)
         cdc = pa.concat_tables([pre.append_column(CHANGE_TYPE, pa.array(kinds, pa.string())),
@@ -180,8 +188,9 @@ def _comparable(value: Any) -> Any:
     return "NaN" if isinstance(value, float) and math.isnan(value) else value
 
 
-def _rows(table: pa.Table, indices: list[int], schema: pa.Schema) -> pa.Table:
-    return table.take(pa.array(indices, pa.int64())).select(schema.names).cast(schema)
+def _rows(table: pa.Table, indices: list[int] | pa.Array, schema: pa.Schema) -> pa.Table:
+    numbers = indices.cast(pa.int64()) if isinstance(indices, pa.Array) else pa.array(indices, pa.int64())
+    return table.take(numbers).select(schema.names).cast(schema)
 
 
 def _intervals(tau: int, last: int, vis: list[dict] | None) -> list[dict]:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from waterline.engine.core.arrow_keys import matching_rows
 from waterline.engine.delta import storage
 from waterline.engine.delta.objects import create_if_absent
 from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED, partition_folder
@@ -63,19 +64,6 @@ def rows_matching(rows: pa.Table, keys: pa.Table) -> pa.Table:
     return _one_chunk([_matching(rows, _wanted(keys, rows.schema))], rows.schema)
 
 
-def join_keys(keys: pa.Table) -> pa.Table:
-    """Key columns equal where Spark's join and grouping find them equal: Spark normalizes
-    -0.0 to 0.0 and every NaN to one NaN in keys; Acero compares the bits. Adding 0.0 turns
-    -0.0 into 0.0 and leaves every other value as it is; each NaN becomes the same NaN."""
-    return pa.Table.from_arrays([_normal(c) for c in keys.columns], names=keys.column_names)
-
-
-def _normal(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    if not pa.types.is_floating(column.type):
-        return column
-    return pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), column.type), pc.add(column, pa.scalar(0.0, column.type)))
-
-
 def _wanted(keys: pa.Table, schema: pa.Schema) -> pa.Table:
     wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
     return wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
@@ -91,11 +79,7 @@ def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
 
 
 def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:
-    # Acero's join carries no struct column along: join the keys and a row number, then take
-    keys = wanted.column_names
-    numbered = join_keys(rows.select(keys)).append_column("_wl_row", pa.array(range(rows.num_rows), pa.int64()))
-    found = numbered.join(join_keys(wanted), keys=keys, join_type="left semi").column("_wl_row")
-    return rows.take(found)
+    return rows.take(matching_rows(rows, wanted, wanted.column_names))
 
 
 def _read_one(fs: Any, base: str, table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:
@@ -145,4 +129,4 @@ def write_partitioned(rows: pa.Table, root: str, *, partition_by: str) -> int:
     return written
 
 
-__all__ = ["DataFile", "join_keys", "read_files", "read_matching", "rows_matching", "write_partitioned"]
+__all__ = ["DataFile", "read_files", "read_matching", "rows_matching", "write_partitioned"]

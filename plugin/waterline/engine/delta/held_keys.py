@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from waterline.engine.core import columns as C
-from waterline.engine.delta.arrow_files import DataFile, join_keys, read_files, read_matching, rows_matching
+from waterline.engine.core.arrow_keys import join_keys
+from waterline.engine.delta.arrow_files import DataFile, read_files, read_matching, rows_matching
 from waterline.engine.delta.table_log import TableLog
 
 #: How many held tables one process keeps (a stream has one; tests make many).
