@@ -32,6 +32,11 @@ ENGINE_SESSION_CONF = {
     # Parquet timestamps as INT64 microseconds, not Spark's default INT96, which has no
     # statistics: tier files then carry event_time bounds consumers skip files by.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # PySpark 4 sends each DataFrame function's Python call site to the JVM for error
+    # context (set, clear, a conf read: ~10 round trips a call, ~0.3 s of a stream batch's
+    # expression building). waterline's errors name the spec key and keep Spark's first
+    # line; the call site inside waterline would tell a user nothing.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
