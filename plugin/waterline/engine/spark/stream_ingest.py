@@ -208,10 +208,11 @@ def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: T
     late_before = state.event_w if spec.waterline.mode == "event" else None
     key_reason = F.expr("CASE " + " ".join(f"WHEN {quoted(k)} IS NULL THEN {sql_string(f'null key column {k}')}"
                                            for k in spec.key) + " END")
+    # one projection: the reason reads the partition expression itself, not the column
     row_reason = F.coalesce(reason_column(spec, late_before),
-                            F.when(F.col(C.PARTITION).isNull(), F.lit("partition_by gave NULL")))
-    rows = (parsed.withColumn(C.PARTITION, F.when(~removal, partition))
-            .withColumn(REASON, F.when(removal, key_reason).otherwise(row_reason)))
+                            F.when(partition.isNull(), F.lit("partition_by gave NULL")))
+    rows = parsed.withColumns({C.PARTITION: F.when(~removal, partition),
+                               REASON: F.when(removal, key_reason).otherwise(row_reason)})
     return _Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
 
 

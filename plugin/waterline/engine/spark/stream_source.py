@@ -36,8 +36,6 @@ UNPARSED_REASON = "_wl_reason"
 UNPARSED_ROW = "_wl_row"
 #: An Avro record's value as it came (bytes), for the quarantine, while ``value`` is decoded.
 _RAW = "_wl_raw_value"
-#: Whether a record's value did not decode (a column of the kept batch only).
-_BAD = "_wl_unparsed"
 
 
 def credential_options(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -97,9 +95,10 @@ def decoded(records: DataFrame, source: SourceSpec) -> Decoded:
     assert kafka is not None
     if kafka.value_format is None:
         return Decoded(records, None, None)
+    decode = {}
     if kafka.value_format == "avro":
         parse, text = _avro_value(kafka.value_schema, kafka.value_wire), F.base64(F.col(_RAW))
-        records = records.withColumn(_RAW, F.col("value"))
+        decode[_RAW] = F.col("value")  # the raw bytes, for the quarantine (the parse reads them too)
         bad = F.col(_RAW).isNotNull() & _not_a_datum(kafka.value_schema)
     else:
         schema = f"{kafka.value_schema}, `{CORRUPT}` STRING"
@@ -110,14 +109,16 @@ def decoded(records: DataFrame, source: SourceSpec) -> Decoded:
         # read from the kept rows, whose ``value`` is the parsed struct: the record's text is
         # what Spark kept of it in the corrupt-record field
         text = F.col(f"value.{CORRUPT}")
-    parsed = records.withColumn("value", F.when(F.col("value").isNull(), F.lit(None)).otherwise(parse))
-    kept = parsed.withColumn(_BAD, bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    unparsed = kept.filter(F.col(_BAD)).select(
+    decode["value"] = F.when(F.col("value").isNull(), F.lit(None)).otherwise(parse)
+    # ``bad`` is never NULL, so the two filters split the records; it is not kept as a column
+    # of its own (each DataFrame step is an analysis of the plan, ~10 ms a batch)
+    kept = records.withColumns(decode).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    unparsed = kept.filter(bad).select(
         F.concat(F.lit(f"could not be parsed as {kafka.value_format} (topic "), F.col("topic"), F.lit(", partition "),
                  F.col("partition").cast("string"), F.lit(", offset "), F.col("offset").cast("string"),
                  F.lit(")")).alias(UNPARSED_REASON),
         text.alias(UNPARSED_ROW))
-    view = kept.filter(~F.col(_BAD)).drop(_BAD)
+    view = kept.filter(~bad)
     if kafka.value_format == "avro":
         return Decoded(view.drop(_RAW), unparsed, kept)
     return Decoded(view.withColumn("value", F.col("value").dropFields(CORRUPT)), unparsed, kept)

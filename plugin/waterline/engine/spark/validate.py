@@ -39,9 +39,8 @@ def parse_event_time(spec: FeedSpec, df: DataFrame) -> DataFrame:
     if isinstance(kind, TimestampType):
         return df.withColumn("_wl_event_text", F.lit(None).cast("string"))
     if isinstance(kind, TimestampNTZType):
-        return df.withColumn("_wl_event_text", F.lit(None).cast("string")).withColumn(
-            spec.event_time, F.to_utc_timestamp(column.cast("timestamp"), spec.timezone)
-        )
+        return df.withColumns({"_wl_event_text": F.lit(None).cast("string"),
+                               spec.event_time: F.to_utc_timestamp(column.cast("timestamp"), spec.timezone)})
     if not isinstance(kind, StringType):
         raise WaterlineError(
             f"feed {spec.feed}: event_time column `{spec.event_time}` is {kind.simpleString()}, "
@@ -52,7 +51,8 @@ def parse_event_time(spec: FeedSpec, df: DataFrame) -> DataFrame:
     if spec.timezone != "UTC":
         has_offset = text.rlike(r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$")
         parsed = F.when(has_offset, parsed).otherwise(F.to_utc_timestamp(parsed, spec.timezone))
-    return df.withColumn("_wl_event_text", column).withColumn(spec.event_time, parsed)
+    # one projection (both read the frame's own column): each DataFrame step is an analysis
+    return df.withColumns({"_wl_event_text": column, spec.event_time: parsed})
 
 
 def parsed_schema(spec: FeedSpec, raw: StructType) -> StructType:
