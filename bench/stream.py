@@ -8,7 +8,9 @@ The same N records (JSON values ``{px, ts}``, keys ``k0..k{N-1}``, one day) are:
 * **json partition**: written as one JSON partition and ingested by `Feed.ingest` into a
   feed with the same transform and tier (no release: ingest only);
 * **kafka -> delta**: Spark's plain batch read of the topic appended to a Delta table, the
-  floor a hand-written job pays (no identity, no schedule, no release).
+  floor a hand-written job pays (no identity, no schedule, no release);
+* **json + release** (no target, for reading the others): the JSON partition ingested, then
+  its real-time tier released, the work a drain does, so the ratio to it is like for like.
 
 Targets (issue 27): stream <= 1.3x the JSON partition, <= 1.5x the plain append. After a
 warm-up of each path on a small topic, the paths run in ``--rounds`` rounds (3) with their
@@ -71,7 +73,7 @@ def _json_partition(folder: Path, n: int) -> None:
             out.write(f'{{"key": "k{i}", "value": {{"px": {i % 997}.5, "ts": "{TS}"}}}}\n')
 
 
-PATHS = ("stream --once", "json partition", "kafka -> delta")
+PATHS = ("stream --once", "json partition", "kafka -> delta", "json + release")
 TRANSFORM = "SELECT CAST(key AS STRING) AS id, value.px AS px, value.ts AS event_time FROM source"
 
 
@@ -117,6 +119,7 @@ def _round(spark, bootstrap: str, folder: Path, n: int, partitions: int, order: 
     json_source = {"format": "json", "path": str(folder / "src") + "/{partition}/",
                    "options": {"schema": "key STRING, value STRUCT<px: DOUBLE, ts: STRING>"}}
     json_feed = Feed(spec_from_dict({**_spec(folder, "j", json_source), "transform": TRANSFORM}), spark=spark)
+    released_feed = Feed(spec_from_dict({**_spec(folder, "r", json_source), "transform": TRANSFORM}), spark=spark)
 
     def stream() -> None:
         drained = stream_feed.stream(once=True)
@@ -126,13 +129,20 @@ def _round(spark, bootstrap: str, folder: Path, n: int, partitions: int, order: 
         ingested = json_feed.ingest("2026-01-05")
         assert ingested.versions_written == n, ingested.summary()
 
+    def partition_released() -> None:
+        ingested = released_feed.ingest("2026-01-05")
+        assert ingested.versions_written == n, ingested.summary()
+        released = released_feed.release()
+        assert released.tiers["realtime"].released == n, released
+
     def plain() -> None:
         (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
          .option("startingOffsets", "earliest").load()
          .selectExpr("CAST(key AS STRING) AS id", "value", "topic", "partition", "offset", "timestamp")
          .write.format("delta").mode("append").save(str(folder / "plain")))
 
-    paths = {"stream --once": stream, "json partition": partition, "kafka -> delta": plain}
+    paths = {"stream --once": stream, "json partition": partition, "kafka -> delta": plain,
+             "json + release": partition_released}
     for path in order:
         t0 = time.perf_counter()
         paths[path]()
@@ -154,6 +164,9 @@ def report(result: dict) -> str:
         ratio = t["stream --once"] / t[path]
         lines.append(f"  {path:16} {t[path]:>8.2f} {ratio:>13.2f}x {target:>6.1f}x {'yes' if ratio <= target else 'NO':>4}"
                      f"   {each(path)}")
+    ratio = t["stream --once"] / t["json + release"]
+    lines.append(f"  {'json + release':16} {t['json + release']:>8.2f} {ratio:>13.2f}x {'-':>7} {'':>4}"
+                 f"   {each('json + release')}   (like for like: a drain releases too)")
     return "\n".join(lines)
 
 
