@@ -53,20 +53,14 @@ def read_matching(table: str, files: Sequence[DataFile], schema: pa.Schema, keys
     """The rows of ``files`` (as `read_files` gives them, ``schema``'s columns only) whose
     values in ``keys``' columns are a row of ``keys``: a key lookup that holds one file's
     columns at a time, not the table's."""
-    wanted = _wanted(keys, schema)
     fs, base = storage.arrow_filesystem(table)
-    return _one_chunk([_matching(_read_one(fs, base, table, f, schema, None), wanted) for f in files], schema)
+    return _one_chunk([_matching(_read_one(fs, base, table, f, schema, None), keys) for f in files], schema)
 
 
 def rows_matching(rows: pa.Table, keys: pa.Table) -> pa.Table:
     """The rows of ``rows`` whose values in ``keys``' columns are a row of ``keys``, keys
     equal as in Spark's join (`read_matching` over rows already read)."""
-    return _one_chunk([_matching(rows, _wanted(keys, rows.schema))], rows.schema)
-
-
-def _wanted(keys: pa.Table, schema: pa.Schema) -> pa.Table:
-    wanted = keys.cast(pa.schema([schema.field(name) for name in keys.column_names]))
-    return wanted.group_by(wanted.column_names).aggregate([])  # distinct: a semi join
+    return _one_chunk([_matching(rows, keys)], rows.schema)
 
 
 def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
@@ -78,8 +72,9 @@ def _one_chunk(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
     return rows
 
 
-def _matching(rows: pa.Table, wanted: pa.Table) -> pa.Table:
-    return rows.take(matching_rows(rows, wanted, wanted.column_names))
+def _matching(rows: pa.Table, keys: pa.Table) -> pa.Table:
+    # a semi join: ``keys`` need not be distinct, and are cast to the rows' types there
+    return rows.take(matching_rows(rows, keys, keys.column_names))
 
 
 def _read_one(fs: Any, base: str, table: str, f: DataFile, schema: pa.Schema, file_column: str | None) -> pa.Table:

@@ -89,8 +89,8 @@ def collect_arrow(rows: DataFrame) -> pa.Table:
     """``rows`` (few) collected as Arrow, every field nullable: PySpark's ``toArrow`` fails on
     a NULL struct whose fields are not (a removal's row hash). Only such columns are cast:
     each cast costs the driver a few round trips to the JVM, ~4 ms a column."""
-    relaxed = {f.name: F.col(f"`{f.name}`").cast(_nullable_type(f.dataType)) for f in rows.schema.fields
-               if _nullable_type(f.dataType) != f.dataType}
+    relaxed = {f.name: F.col(f"`{f.name}`").cast(kind) for f in rows.schema.fields
+               if (kind := _nullable_type(f.dataType)) != f.dataType}
     return (rows.withColumns(relaxed) if relaxed else rows).toArrow()
 
 
