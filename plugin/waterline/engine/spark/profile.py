@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StructType
 
 from waterline.engine.core.sqltext import quoted, sql_string
+from waterline.engine.spark import observed
 from waterline.engine.spark.functions import FUNCTIONS
 from waterline.engine.spark.source import SOURCE_COLUMN
 from waterline.engine.spark.validate import REASON, check_duplicates
@@ -149,11 +150,8 @@ def observed_profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str], pl
                      observation: Observation, *, schema: StructType) -> Profile:
     """The profile an action on `observe_profile`'s frame computed, or (when Spark reported
     no metrics) the standalone profile of ``rows``."""
-    try:
-        metrics = observation.get
-    except Exception:  # classic Spark reports no metrics for an empty output (it raises) ...
-        metrics = {}
-    if "max_event" not in metrics:  # ... and Spark Connect can return an empty dict
+    metrics = observed.metrics(observation)
+    if "max_event" not in metrics:
         return profile(spec, rows, payload, plans)
     return _combine(spec, schema, payload, metrics)
 
@@ -171,8 +169,8 @@ def profile_checking_duplicates(spec: FeedSpec, partition: str, rows: DataFrame,
         check_duplicates(spec, partition, valid)
         return result
     schema = rows.schema
-    observed, observation = observe_profile(spec, rows, payload, _plan_taus(plans), schema=schema)
-    check_duplicates(spec, partition, observed.filter(F.col(REASON).isNull()))
+    watched, observation = observe_profile(spec, rows, payload, _plan_taus(plans), schema=schema)
+    check_duplicates(spec, partition, watched.filter(F.col(REASON).isNull()))
     return observed_profile(spec, rows, payload, plans, observation, schema=schema)
 
 

@@ -41,6 +41,7 @@ from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log import staged_files
 from waterline.engine.log.staged import StagedRelease, StagedTier, stage_folder
 from waterline.engine.log.staged_files import FILE_COLUMN, change_actions, counted_changes, inserts_staged
+from waterline.engine.spark import observed
 from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.local_frames import arrow_schema, fits, read_local, spark_frame
 from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
@@ -224,11 +225,8 @@ def _write_inserts(desired: DataFrame, columns: list[str], folder: str, token: s
     if shuffle:
         rows = rows.repartition(C.PARTITION)
     write_parquet(rows, folder, mode="error", partition_by=C.PARTITION)
-    try:
-        found = observation.get
-    except Exception:  # classic Spark has no metrics for a scan of no file (it raises) ...
-        found = {}
-    if "candidates" not in found:  # ... and Spark Connect returns an empty dict: count apart
+    found = observed.metrics(observation)
+    if "candidates" not in found:
         found = desired.agg(*counts).collect()[0].asDict()
     return found
 

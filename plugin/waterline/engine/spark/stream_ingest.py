@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -37,7 +37,7 @@ from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease
-from waterline.engine.spark import held_append
+from waterline.engine.spark import held_append, observed
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
@@ -45,7 +45,7 @@ from waterline.engine.spark.local_frames import arrow_schema, fits, spark_frame,
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
 from waterline.engine.spark.stream_small import bad_partition, collect_rows, small_batch
-from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, batch_output
+from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, BatchFrames, batch_output
 from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
 from waterline.errors import SpecError, WaterlineError
@@ -98,50 +98,61 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
         return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
     state = held_log.held_state(spec.feed)
     now = clock.now_us()
-    frames = batch_output(spec, source, records)
+    # a batch the checkpoint says is too large to collect is read by one pass: nothing kept
+    frames = batch_output(spec, source, records, keep=bound is None or fits(bound))
     try:
-        return _write_batch(spark, spec, source, batch_id, frames.output, frames.unparsed, held_log, state, now, lease,
-                            bound)
+        return _write_batch(spark, spec, source, batch_id, frames, held_log, state, now, lease, bound)
     finally:
         frames.close()
 
 
-def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, output: DataFrame,
-                 unparsed: DataFrame | None, held_log: TableLog, state: HeldState, now: int,
-                 lease: Lease, bound: int | None) -> StreamBatchResult:
+def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, frames: BatchFrames,
+                 held_log: TableLog, state: HeldState, now: int, lease: Lease, bound: int | None) -> StreamBatchResult:
     app = stream_app(source)
-    batch = _prepare(spark, spec, output, held_log, state)
+    unparsed = frames.unparsed
+    batch = _prepare(spark, spec, frames.output, held_log, state)
     plans = compile_tiers(spark, spec, batch.rows.select(batch.payload), batch.schema)
     if not held_log.exists:
         held_log = _create_held(spark, spec, batch, plans)
     tags, later = _tags(batch, plans)
     cached = None
+    token = new_token()
     try:
-        # A small batch is collected by one Spark job and checked, collapsed and diffed against
-        # held on the driver (`stream_small`; its keys are looked up in the columns this process
-        # keeps of held's files, `held_keys`). Its size comes from the checkpoint's offsets
-        # (``bound``) or, when they do not tell, from `_checked`.
-        if fits(bound):
-            small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
-                                batch.rows.columns, batch.payload, held_log, seq=state.seq + 1)
-        else:
-            cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-            rows, stats = _checked(spec, cached, source)
-            small = (small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed), rows.columns,
-                                 batch.payload, held_log, seq=state.seq + 1) if fits(stats["rows"]) else None)
-        if small is not None:
-            stats, versions = small.stats, small.versions
-            invalid = spark_frame(spark, small.invalid, batch.rows.schema) if small.invalid.num_rows else None
-            unparsed = (spark.createDataFrame(small.unparsed) if small.unparsed.num_rows else None)
-            bad = small.unparsed.num_rows
-        else:
-            versions = _versions(spark, spec, batch, rows, tags, later, held_log, seq=state.seq + 1)
-            invalid = rows if stats["quarantined"] else None
-            bad = None if unparsed is None else unparsed.count()
-        _quarantine(spec, source, batch_id, invalid, unparsed if bad else None, now)
+        try:
+            # A small batch is collected by one Spark job and checked, collapsed and diffed
+            # against held on the driver (`stream_small`; its keys are looked up in the columns
+            # this process keeps of held's files, `held_keys`). Its size comes from the
+            # checkpoint's offsets (``bound``) or, when they do not tell, from `_checked`.
+            small = None
+            if fits(bound):
+                small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
+                                    batch.rows.columns, batch.payload, held_log, seq=state.seq + 1)
+            elif bound is not None:  # large: one pass checks, counts and writes
+                rows, stats, counts, token = _write_large(spark, spec, source, batch, tags, later, held_log,
+                                                          seq=state.seq + 1, token=token)
+            else:
+                cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                rows, stats = _checked(spec, cached, source)
+                if fits(stats["rows"]):
+                    small = small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed),
+                                        rows.columns, batch.payload, held_log, seq=state.seq + 1)
+                else:
+                    versions = _versions(spark, spec, batch, rows, tags, later, held_log, seq=state.seq + 1)
+                    counts = _write(spec, held_log, versions, token)
+            if small is not None:
+                stats = small.stats
+                counts = _write(spec, held_log, small.versions, token)
+                invalid = spark_frame(spark, small.invalid, batch.rows.schema) if small.invalid.num_rows else None
+                unparsed = (spark.createDataFrame(small.unparsed) if small.unparsed.num_rows else None)
+                bad = small.unparsed.num_rows
+            else:
+                invalid = rows if stats["quarantined"] else None
+                bad = frames.decoded.unparsed_count()
+            _quarantine(spec, source, batch_id, invalid, unparsed if bad else None, now)
+        except BaseException:  # the versions' files, if written: no commit will name them
+            held_append.discard(spec.held_path, token)
+            raise
         quarantined = stats["quarantined"] + (bad or 0)
-        token = new_token()
-        counts = _write(spec, held_log, versions, token)
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
         # a version due before now is due now (late data, removals at minus infinity)
         due_by_tier = {t: max(tau, now) for t, tau in counts["min_tau"].items() if tau is not None}
@@ -216,24 +227,62 @@ def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: T
     return _Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
 
 
+def _row_aggregates(spec: FeedSpec) -> list[Column]:
+    """A batch's counts over its rows: records, quarantined rows, the latest event time of a
+    valid row, the partition values of the valid rows (few)."""
+    valid = F.col(REASON).isNull()
+    return [F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(~valid, 1)).alias("quarantined"),
+            F.max(F.when(valid & ~F.col(REMOVE), F.unix_micros(F.col(spec.event_time)))).alias("max_event"),
+            F.collect_set(F.when(valid, F.col(C.PARTITION))).alias("partitions")]
+
+
+def _stats(row, source: str) -> dict:
+    return {"rows": row["rows"], "quarantined": row["quarantined"],
+            "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
+
+
+def _bad_partitions(spec: FeedSpec, values) -> dict[str, str]:
+    return {v: why for v in values if (why := bad_partition(spec, v)) is not None}
+
+
 def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, dict]:
     """The rows, with those whose ``partition_by`` value is not a partition of the spec's
-    scheme quarantined with the reason, and their counts: records, quarantined rows, the
-    latest event time of a valid row. One Spark job (its partition values are few); a second
-    only in the rare batch with a bad partition value."""
-    valid = F.col(REASON).isNull()
-    row = rows.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.when(~valid, 1)).alias("quarantined"),
-        F.max(F.when(valid & ~F.col(REMOVE), F.unix_micros(F.col(spec.event_time)))).alias("max_event"),
-        F.collect_set(F.when(valid, F.col(C.PARTITION))).alias("partitions"),
-    ).collect()[0]
-    bad = {v: why for v in row["partitions"] if (why := bad_partition(spec, v)) is not None}
+    scheme quarantined with the reason, and their counts (`_row_aggregates`). One Spark job
+    (its partition values are few); a second only in the rare batch with a bad partition value."""
+    row = rows.agg(*_row_aggregates(spec)).collect()[0]
+    bad = _bad_partitions(spec, row["partitions"])
     if bad:
         reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
         return _checked(spec, rows.withColumn(REASON, reason), source)
-    return rows, {"rows": row["rows"], "quarantined": row["quarantined"],
-                  "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
+    return rows, _stats(row, source)
+
+
+def _write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: _Batch, tags: dict[str, Column],
+                 later: dict[str, Column], held_log: TableLog, *, seq: int,
+                 token: str) -> tuple[DataFrame, dict, dict, str]:
+    """A batch too large to collect, in one pass: its versions are planned (`_versions`) and
+    written as files under ``token`` (uncommitted) by the job that also counts its rows
+    (observed metrics, `_row_aggregates`). Keeping the rows for a counting job first cost
+    more than that job: 4.5 s of 11 for 1M records (docs/decisions.md).
+
+    Whether every ``partition_by`` value is a partition of the spec's scheme is known only
+    once that pass has run: if one is not, its files are discarded and the batch is written
+    again, those rows quarantined (`_checked`), under a new token. Returns the rows (with
+    their reasons), their counts, the versions' counts, and the token of the files."""
+    observation = Observation(f"waterline_rows_{token}")
+    watched = batch.rows.observe(observation, *_row_aggregates(spec))
+    counts = _write(spec, held_log, _versions(spark, spec, batch, watched, tags, later, held_log, seq=seq), token)
+    row = observed.metrics(observation)
+    if "rows" not in row:
+        row = batch.rows.agg(*_row_aggregates(spec)).collect()[0]
+    if not _bad_partitions(spec, row["partitions"]):
+        return batch.rows, _stats(row, source), counts, token
+    held_append.discard(spec.held_path, token)
+    rows, stats = _checked(spec, batch.rows, source)
+    token = new_token()
+    return rows, stats, _write(spec, held_log, _versions(spark, spec, batch, rows, tags, later, held_log, seq=seq),
+                               token), token
 
 
 def _tags(batch: _Batch, plans) -> tuple[dict[str, Column], dict[str, Column]]:
@@ -256,15 +305,20 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
     tagged = last.select(*batch.payload, REMOVE, C.PARTITION, *[column.alias(name) for name, column in tags.items()])
     if later:
         tagged = tagged.withColumns(later)
+    columns = V.version_columns(batch.payload, spec.tiers)
+    stamped = {C.INGESTED_AT: F.current_timestamp(), C.SEQ: F.lit(seq).cast("bigint")}
+    if held_log.row_count() == 0:
+        # A feed's first batch (a drain): no key has a version, so every upsert is an insert
+        # and a removal appends nothing. No lookup: a join with an empty held frame is still
+        # planned as a sort-merge join, and the removals' branch computed the collapse twice.
+        inserts = tagged.filter(~F.col(REMOVE)).withColumns({V.KIND: F.lit("insert"), C.REMOVED: F.lit(False)})
+        return inserts.withColumns(stamped).select(*columns)
     # A move is two versions of one seq (the removal in the old partition, the row in the new
     # one): of a key's newest seq, the row that is not a removal is the current version.
     newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
     found = F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"), F.col(C.PARTITION).alias("p")),
                      newest).alias(_CURRENT)
-    if held_log.row_count() == 0:  # a feed's first batch (a drain): nothing to look up, no scan of held
-        held = spark.createDataFrame([], table_schema(held_log))
-    else:
-        held = read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
+    held = read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
     current = held.groupBy(*keys).agg(found)
     joined = tagged.join(current, on=keys, how="left")
     cur = F.col(_CURRENT)
@@ -283,8 +337,6 @@ def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFram
         cur["p"].alias(C.PARTITION), F.lit(True).alias(C.REMOVED), F.lit("remove").alias(V.KIND),
     )
     removals = removal_schedule(gone, spec.tiers)
-    columns = V.version_columns(batch.payload, spec.tiers)
-    stamped = {C.INGESTED_AT: F.current_timestamp(), C.SEQ: F.lit(seq).cast("bigint")}
     return (upserts.drop(REMOVE, _CURRENT).withColumns(stamped).select(*columns)
             .unionByName(removals.withColumns(stamped).select(*columns)))
 

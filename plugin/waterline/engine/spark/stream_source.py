@@ -19,10 +19,11 @@ import uuid
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
+from waterline.engine.spark import observed
 from waterline.engine.spark.functions import register_functions
 from waterline.engine.spark.source import CORRUPT
 from waterline.engine.spark.spark_errors import hint
@@ -71,26 +72,44 @@ def read_once(spark: SparkSession, spec: FeedSpec, name: str, *, ending: str = "
             .option("endingOffsets", ending).load())
 
 
+_UNPARSED_COUNT = "unparsed"
+
+
 @dataclass(frozen=True)
 class Decoded:
-    """A micro-batch with ``value`` decoded, kept (persisted) once for both of its readers."""
+    """A micro-batch with ``value`` decoded: kept (persisted) once for both of its readers, or
+    counted by the one pass that reads the view (``observation``)."""
 
     view: DataFrame  # the view ``source``: the records that decoded (a tombstone's value stays NULL)
     unparsed: DataFrame | None  # the records that did not, as quarantine rows (None: no value format)
     kept: DataFrame | None  # what is persisted; `release` frees it
+    observation: Observation | None = None  # unkept: counts the unparsed records as the view is read
+
+    def unparsed_count(self) -> int:
+        """How many records did not decode: observed by the pass that read the view, if it
+        reported (else, and when kept, counted by a job of its own)."""
+        if self.unparsed is None:
+            return 0
+        found = {} if self.observation is None else observed.metrics(self.observation)
+        return found[_UNPARSED_COUNT] if _UNPARSED_COUNT in found else self.unparsed.count()
 
     def release(self) -> None:
         if self.kept is not None:
             self.kept.unpersist()
 
 
-def decoded(records: DataFrame, source: SourceSpec) -> Decoded:
+def decoded(records: DataFrame, source: SourceSpec, *, keep: bool = True) -> Decoded:
     """The records with ``value`` decoded and the unparseable ones set aside.
 
-    The decoded records are persisted: Spark's optimizer inlines the parse into every
-    expression that reads a field of it (a filter, each field, the corrupt-record check),
-    so two readers of an unkept frame parsed each value about six times and read Kafka
-    twice; kept, each value is read and parsed once."""
+    Spark's optimizer inlines the parse into every expression that reads a field of it (a
+    filter, each field, the corrupt-record check): two readers of an unkept frame parsed
+    each value about six times and read Kafka twice. ``keep``: the decoded records are
+    persisted, read and parsed once for both readers. Else (a batch too large to collect,
+    whose view is read by one pass) an observation sits between the parse and the filters
+    and counts the unparsed records: the optimizer does not move a filter through it, so
+    the parse is one projection, and nothing is kept (building the cache of 1M records
+    cost more than parsing them: docs/decisions.md). The unparsed records are read again
+    only if there are some."""
     kafka = source.kafka
     assert kafka is not None
     if kafka.value_format is None:
@@ -112,16 +131,23 @@ def decoded(records: DataFrame, source: SourceSpec) -> Decoded:
     decode["value"] = F.when(F.col("value").isNull(), F.lit(None)).otherwise(parse)
     # ``bad`` is never NULL, so the two filters split the records; it is not kept as a column
     # of its own (each DataFrame step is an analysis of the plan, ~10 ms a batch)
-    kept = records.withColumns(decode).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    unparsed = kept.filter(bad).select(
+    parsed = records.withColumns(decode)
+    observation = None
+    if keep:
+        kept = parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        seen = parsed
+    else:
+        kept, observation = None, Observation(f"waterline_decoded_{uuid.uuid4().hex}")
+        seen = parsed.observe(observation, F.count(F.when(bad, 1)).alias(_UNPARSED_COUNT))
+    unparsed = parsed.filter(bad).select(
         F.concat(F.lit(f"could not be parsed as {kafka.value_format} (topic "), F.col("topic"), F.lit(", partition "),
                  F.col("partition").cast("string"), F.lit(", offset "), F.col("offset").cast("string"),
                  F.lit(")")).alias(UNPARSED_REASON),
         text.alias(UNPARSED_ROW))
-    view = kept.filter(~bad)
+    view = seen.filter(~bad)
     if kafka.value_format == "avro":
-        return Decoded(view.drop(_RAW), unparsed, kept)
-    return Decoded(view.withColumn("value", F.col("value").dropFields(CORRUPT)), unparsed, kept)
+        return Decoded(view.drop(_RAW), unparsed, kept, observation)
+    return Decoded(view.withColumn("value", F.col("value").dropFields(CORRUPT)), unparsed, kept, observation)
 
 
 def _avro_value(schema: str, wire: str) -> Column:
@@ -166,9 +192,9 @@ class BatchFrames:
         self.decoded.release()
 
 
-def batch_output(spec: FeedSpec, name: str, records: DataFrame) -> BatchFrames:
-    """One micro-batch of source ``name`` through the transform."""
-    decoded_batch = decoded(records, spec.sources[name])
+def batch_output(spec: FeedSpec, name: str, records: DataFrame, *, keep: bool = True) -> BatchFrames:
+    """One micro-batch of source ``name`` through the transform (``keep``: see `decoded`)."""
+    decoded_batch = decoded(records, spec.sources[name], keep=keep)
     # The view lives in the batch's own session (a foreachBatch frame comes with a clone of
     # the query's session, whose temporary views the caller's cannot see) under a name of
     # this batch alone: over Spark Connect that session is shared by every query of the

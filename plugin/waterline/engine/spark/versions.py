@@ -20,6 +20,7 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, Stru
 from waterline.engine.core import columns as C
 from waterline.engine.core.races import new_token
 from waterline.engine.core.stream_versions import KIND
+from waterline.engine.spark import observed
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import removal_schedule, schedule_columns
 from waterline.engine.spark.source import SOURCE_COLUMN
@@ -157,8 +158,5 @@ def observe_counts(spec: FeedSpec, versions: DataFrame) -> tuple[DataFrame, Obse
 def observed_counts(spec: FeedSpec, observation: Observation, versions: DataFrame) -> dict:
     """The counts the write of `observe_counts`'s frame computed; counted apart when Spark
     reported none (classic Spark raises for a plan that read no file, Connect can return {})."""
-    try:
-        metrics = observation.get
-    except Exception:
-        metrics = {}
+    metrics = observed.metrics(observation)
     return _counts(spec, metrics) if "total" in metrics else version_counts(spec, versions)
