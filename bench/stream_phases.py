@@ -8,9 +8,9 @@ runs it, with its producer and spec). It prints each phase's mean and max second
 batch: what to look at before changing the batch path.
 
 Phases: ingest = decode + check (a small batch: `collect_rows`, its one job: Kafka read,
-parse, transform, tags; then `small_batch` on the driver; a large one: `_write_large`, its
+parse, transform, tags; then `small_batch` on the driver; a large one: `write_large`, its
 one pass: Kafka read, parse, counts, collapse, diff against held, files), quarantine
-(`_quarantine`), versions written (`_write`: files), commit (`_commit`); release = stage
+(`_quarantine`), versions written (`write`: files), commit (`_commit`); release = stage
 (`stage`: the tiers' outlook and each tier's changes and files) + commit (`commit_staged`).
 
 Usage: python -m bench.stream_phases [--drain 300000 | --rate 5000 --seconds 120] [--detail]
@@ -33,8 +33,8 @@ from bench.probes import Phases, loadavg  # noqa: E402
 #: Functions timed (`probes.Phases` targets); each label (module.function) is a row of the report.
 PHASES = {
     "waterline.engine.spark.stream": ["ingest_batch", "release"],
-    "waterline.engine.spark.stream_ingest": ["_create_held", "_checked", "_write_large", "_quarantine", "_write",
-                                             "_commit"],
+    "waterline.engine.spark.stream_ingest": ["_create_held", "_quarantine", "_commit"],
+    "waterline.engine.spark.stream_write": ["checked", "write_large", "write"],
     "waterline.engine.spark.release": ["stage", "commit_staged"],
     "waterline.engine.spark.staging": ["tier_outlook", "_stage_tier", "_stage_small"],
     "waterline.engine.log.staged_files": ["stage_tier"],

@@ -101,7 +101,7 @@ def batch_counts(rows: pa.Table, *, reason: str, remove: str, partition: str, ev
                  bad_partition: Callable[[str], str | None]) -> tuple[pa.Table, dict]:
     """The batch's rows with ``reason`` set where ``bad_partition`` faults a valid row's
     partition value (asked once per distinct value), and its counts as
-    `stream_ingest._checked` gives them in Spark: rows, quarantined, and the greatest
+    `stream_write.checked` gives them in Spark: rows, quarantined, and the greatest
     ``event_us`` of a valid row that is no removal (None: none)."""
     valid = pc.is_null(rows.column(reason))
     values = pc.unique(pc.filter(rows.column(partition), valid)).to_pylist()

@@ -20,9 +20,8 @@ import json
 import logging
 from dataclasses import dataclass
 
-import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -37,27 +36,26 @@ from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease
-from waterline.engine.spark import held_append, observed
+from waterline.engine.spark import held_append
+from waterline.engine.spark import stream_write as W
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
-from waterline.engine.spark.local_frames import arrow_schema, fits, spark_frame, spark_schema
+from waterline.engine.spark.local_frames import fits, spark_frame
 from waterline.engine.spark.profile import row_hash
-from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, removal_schedule, schedule_columns
-from waterline.engine.spark.stream_small import bad_partition, collect_rows, small_batch
+from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, schedule_columns
+from waterline.engine.spark.stream_small import collect_rows, small_batch
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, BatchFrames, batch_output
-from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, read_delta, table_schema
+from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, table_schema
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
-from waterline.errors import SpecError, WaterlineError
+from waterline.errors import SpecError
 from waterline.spec import FeedSpec
-from waterline.spec.stream_sql import RECORD_OFFSET, RECORD_PARTITION, RECORD_TOPIC, REMOVE
+from waterline.spec.stream_sql import REMOVE
 
 log = logging.getLogger(__name__)
 
 #: The commit's ``operationParameters`` key holding the batch's `StreamBatchResult` (JSON).
 BATCH_PARAMETER = "waterlineStreamBatch"
-_RECORD = (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET, REMOVE)
-_CURRENT = "_wl_current"
 
 
 def stream_app(source: str) -> str:
@@ -78,14 +76,6 @@ def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: Data
     clock = clock or SystemClock()
     return under_lease(spec, lambda lease: _batch_locked(spark, spec, source, records, batch_id, clock, lease, bound),
                        what=f"stream {source} batch {batch_id}", where=f"source {source}: batch {batch_id}")
-
-
-@dataclass(frozen=True)
-class _Batch:
-    rows: DataFrame  # every output row: payload, record columns, partition, quarantine reason
-    schema: StructType  # the payload's, as the output gives it (event time parsed)
-    payload: list[str]
-    hash_as_text: bool
 
 
 def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int,
@@ -109,50 +99,14 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
 def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, frames: BatchFrames,
                  held_log: TableLog, state: HeldState, now: int, lease: Lease, bound: int | None) -> StreamBatchResult:
     app = stream_app(source)
-    unparsed = frames.unparsed
     batch = _prepare(spark, spec, frames.output, held_log, state)
     plans = compile_tiers(spark, spec, batch.rows.select(batch.payload), batch.schema)
     if not held_log.exists:
         held_log = _create_held(spark, spec, batch, plans)
-    tags, later = _tags(batch, plans)
-    cached = None
-    token = new_token()
+    kept: list[DataFrame] = []
     try:
-        try:
-            # A small batch is collected by one Spark job and checked, collapsed and diffed
-            # against held on the driver (`stream_small`; its keys are looked up in the columns
-            # this process keeps of held's files, `held_keys`). Its size comes from the
-            # checkpoint's offsets (``bound``) or, when they do not tell, from `_checked`.
-            small = None
-            if fits(bound):
-                small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
-                                    batch.rows.columns, batch.payload, held_log, seq=state.seq + 1)
-            elif bound is not None:  # large: one pass checks, counts and writes
-                rows, stats, counts, token = _write_large(spark, spec, source, batch, tags, later, held_log,
-                                                          seq=state.seq + 1, token=token)
-            else:
-                cached = batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-                rows, stats = _checked(spec, cached, source)
-                if fits(stats["rows"]):
-                    small = small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed),
-                                        rows.columns, batch.payload, held_log, seq=state.seq + 1)
-                else:
-                    versions = _versions(spark, spec, batch, rows, tags, later, held_log, seq=state.seq + 1)
-                    counts = _write(spec, held_log, versions, token)
-            if small is not None:
-                stats = small.stats
-                counts = _write(spec, held_log, small.versions, token)
-                invalid = spark_frame(spark, small.invalid, batch.rows.schema) if small.invalid.num_rows else None
-                unparsed = (spark.createDataFrame(small.unparsed) if small.unparsed.num_rows else None)
-                bad = small.unparsed.num_rows
-            else:
-                invalid = rows if stats["quarantined"] else None
-                bad = frames.decoded.unparsed_count()
-            _quarantine(spec, source, batch_id, invalid, unparsed if bad else None, now)
-        except BaseException:  # the versions' files, if written: no commit will name them
-            held_append.discard(spec.held_path, token)
-            raise
-        quarantined = stats["quarantined"] + (bad or 0)
+        written = _written(spark, spec, source, batch_id, batch, plans, frames, held_log, state, now, bound, kept)
+        stats, counts, token = written.stats, written.counts, written.token
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
         # a version due before now is due now (late data, removals at minus infinity)
         due_by_tier = {t: max(tau, now) for t, tau in counts["min_tau"].items() if tau is not None}
@@ -160,7 +114,7 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
             feed=spec.feed, source=source, batch_id=batch_id, skipped=False,
             seq=new.seq if counts["total"] else None, records=stats["rows"], versions_written=counts["total"],
             inserted=counts["insert"], updated=counts["update"], removed=counts["remove"],
-            quarantined=quarantined, event_waterline_us=new.event_w,
+            quarantined=written.quarantined, event_waterline_us=new.event_w,
             next_due_us=min(due_by_tier.values(), default=None), due_by_tier=due_by_tier)
         if counts["total"]:
             _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
@@ -171,9 +125,71 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
                 lease.check()
                 write_commit(held_log.snapshot(), property_commit(new))
     finally:
-        if cached is not None:
-            cached.unpersist()
+        for frame in kept:
+            frame.unpersist()
     return done
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A batch's versions written as files under ``token`` (none committed yet), its
+    quarantine appended, and its counts."""
+
+    token: str
+    stats: dict  # over the batch's rows: records, quarantined rows, latest event time
+    counts: dict  # of the versions written (`versions.version_counts`)
+    quarantined: int  # rows and unparseable records quarantined
+
+
+def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, batch: W.Batch, plans,
+             frames: BatchFrames, held_log: TableLog, state: HeldState, now: int, bound: int | None,
+             kept: list[DataFrame]) -> _Written:
+    """Write the batch's versions and append its quarantine, the way its size asks (frames
+    this persists are added to ``kept``, for the caller to free):
+
+    * small (``bound`` fits): collected by one Spark job, then checked, collapsed and diffed
+      against held on the driver (`stream_small`; its keys are looked up in the columns this
+      process keeps of held's files, `held_keys`);
+    * large (``bound`` does not fit): one Spark pass checks, counts and writes (`stream_write.write_large`);
+    * unknown (no ``bound``: the checkpoint did not tell): counted by `stream_write.checked` first, then
+      either of the two.
+
+    On failure the versions' files are deleted: no commit will name them."""
+    tags, later = _tags(batch, plans)
+    seq = state.seq + 1
+    token = new_token()
+    unparsed = frames.unparsed
+    try:
+        small = None
+        if fits(bound):
+            small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
+                                batch.rows.columns, batch.payload, held_log, seq=seq)
+        elif bound is not None:
+            rows, stats, counts, token = W.write_large(spark, spec, source, batch, tags, later, held_log, seq=seq,
+                                                      token=token)
+        else:
+            kept.append(batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER))
+            rows, stats = W.checked(spec, kept[-1], source)
+            if fits(stats["rows"]):
+                small = small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed), rows.columns,
+                                    batch.payload, held_log, seq=seq)
+            else:
+                planned = W.plan_versions(spark, spec, batch, rows, tags, later, held_log, seq=seq)
+                counts = W.write(spec, held_log, planned, token)
+        if small is not None:
+            stats = small.stats
+            counts = W.write(spec, held_log, small.versions, token)
+            invalid = spark_frame(spark, small.invalid, batch.rows.schema) if small.invalid.num_rows else None
+            unparsed = spark.createDataFrame(small.unparsed) if small.unparsed.num_rows else None
+            bad = small.unparsed.num_rows
+        else:
+            invalid = rows if stats["quarantined"] else None
+            bad = frames.decoded.unparsed_count()
+        _quarantine(spec, source, batch_id, invalid, unparsed if bad else None, now)
+    except BaseException:
+        held_append.discard(spec.held_path, token)
+        raise
+    return _Written(token=token, stats=stats, counts=counts, quarantined=stats["quarantined"] + bad)
 
 
 def batches_in_log(held_log: TableLog, source: str, *, after_version: int | None) -> list[StreamBatchResult]:
@@ -198,7 +214,7 @@ def batches_in_log(held_log: TableLog, source: str, *, after_version: int | None
 
 
 def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: TableLog,
-             state: HeldState) -> _Batch:
+             state: HeldState) -> W.Batch:
     """The batch's output checked against the spec and the held table, with each row's
     partition (``partition_by``, none for a removal) and quarantine reason."""
     check_columns(spec, output)
@@ -224,124 +240,17 @@ def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: T
                             F.when(partition.isNull(), F.lit("partition_by gave NULL")))
     rows = parsed.withColumns({C.PARTITION: F.when(~removal, partition),
                                REASON: F.when(removal, key_reason).otherwise(row_reason)})
-    return _Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
+    return W.Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
 
 
-def _row_aggregates(spec: FeedSpec) -> list[Column]:
-    """A batch's counts over its rows: records, quarantined rows, the latest event time of a
-    valid row, the partition values of the valid rows (few)."""
-    valid = F.col(REASON).isNull()
-    return [F.count(F.lit(1)).alias("rows"),
-            F.count(F.when(~valid, 1)).alias("quarantined"),
-            F.max(F.when(valid & ~F.col(REMOVE), F.unix_micros(F.col(spec.event_time)))).alias("max_event"),
-            F.collect_set(F.when(valid, F.col(C.PARTITION))).alias("partitions")]
-
-
-def _stats(row, source: str) -> dict:
-    return {"rows": row["rows"], "quarantined": row["quarantined"],
-            "max_event": {} if row["max_event"] is None else {source: row["max_event"]}}
-
-
-def _bad_partitions(spec: FeedSpec, values) -> dict[str, str]:
-    return {v: why for v in values if (why := bad_partition(spec, v)) is not None}
-
-
-def _checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, dict]:
-    """The rows, with those whose ``partition_by`` value is not a partition of the spec's
-    scheme quarantined with the reason, and their counts (`_row_aggregates`). One Spark job
-    (its partition values are few); a second only in the rare batch with a bad partition value."""
-    row = rows.agg(*_row_aggregates(spec)).collect()[0]
-    bad = _bad_partitions(spec, row["partitions"])
-    if bad:
-        reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
-        return _checked(spec, rows.withColumn(REASON, reason), source)
-    return rows, _stats(row, source)
-
-
-def _write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: _Batch, tags: dict[str, Column],
-                 later: dict[str, Column], held_log: TableLog, *, seq: int,
-                 token: str) -> tuple[DataFrame, dict, dict, str]:
-    """A batch too large to collect, in one pass: its versions are planned (`_versions`) and
-    written as files under ``token`` (uncommitted) by the job that also counts its rows
-    (observed metrics, `_row_aggregates`). Keeping the rows for a counting job first cost
-    more than that job: 4.5 s of 11 for 1M records (docs/decisions.md).
-
-    Whether every ``partition_by`` value is a partition of the spec's scheme is known only
-    once that pass has run: if one is not, its files are discarded and the batch is written
-    again, those rows quarantined (`_checked`), under a new token. Returns the rows (with
-    their reasons), their counts, the versions' counts, and the token of the files."""
-    observation = Observation(f"waterline_rows_{token}")
-    watched = batch.rows.observe(observation, *_row_aggregates(spec))
-    counts = _write(spec, held_log, _versions(spark, spec, batch, watched, tags, later, held_log, seq=seq), token)
-    row = observed.metrics(observation)
-    if "rows" not in row:
-        row = batch.rows.agg(*_row_aggregates(spec)).collect()[0]
-    if not _bad_partitions(spec, row["partitions"]):
-        return batch.rows, _stats(row, source), counts, token
-    held_append.discard(spec.held_path, token)
-    rows, stats = _checked(spec, batch.rows, source)
-    token = new_token()
-    return rows, stats, _write(spec, held_log, _versions(spark, spec, batch, rows, tags, later, held_log, seq=seq),
-                               token), token
-
-
-def _tags(batch: _Batch, plans) -> tuple[dict[str, Column], dict[str, Column]]:
+def _tags(batch: W.Batch, plans) -> tuple[dict[str, Column], dict[str, Column]]:
     """A record's row hash and schedule columns; then those that read the schedule's first
     columns (`schedule.schedule_columns`)."""
     first, later = schedule_columns(plans)
     return {C.HASH: row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text), **first}, later
 
 
-def _versions(spark: SparkSession, spec: FeedSpec, batch: _Batch, rows: DataFrame, tags: dict[str, Column],
-              later: dict[str, Column], held_log: TableLog, *, seq: int) -> DataFrame:
-    """The held versions a batch too large to collect appends, planned in Spark: each key's
-    last valid record, diffed against the key's current version wherever it is
-    (`waterline.semantics.stream_batch`; `stream_small` is the driver's way)."""
-    keys = list(spec.key)
-    order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
-    last = (rows.filter(F.col(REASON).isNull())
-            .withColumn("_wl_rank", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
-            .filter(F.col("_wl_rank") == 1))
-    tagged = last.select(*batch.payload, REMOVE, C.PARTITION, *[column.alias(name) for name, column in tags.items()])
-    if later:
-        tagged = tagged.withColumns(later)
-    columns = V.version_columns(batch.payload, spec.tiers)
-    stamped = {C.INGESTED_AT: F.current_timestamp(), C.SEQ: F.lit(seq).cast("bigint")}
-    if held_log.row_count() == 0:
-        # A feed's first batch (a drain): no key has a version, so every upsert is an insert
-        # and a removal appends nothing. No lookup: a join with an empty held frame is still
-        # planned as a sort-merge join, and the removals' branch computed the collapse twice.
-        inserts = tagged.filter(~F.col(REMOVE)).withColumns({V.KIND: F.lit("insert"), C.REMOVED: F.lit(False)})
-        return inserts.withColumns(stamped).select(*columns)
-    # A move is two versions of one seq (the removal in the old partition, the row in the new
-    # one): of a key's newest seq, the row that is not a removal is the current version.
-    newest = F.struct(F.col(C.SEQ), ~F.col(C.REMOVED))
-    found = F.max_by(F.struct(F.col(C.HASH).alias("h"), F.col(C.REMOVED).alias("r"), F.col(C.PARTITION).alias("p")),
-                     newest).alias(_CURRENT)
-    held = read_delta(spark, spec.held_path).join(last.select(*keys), on=keys, how="left_semi")
-    current = held.groupBy(*keys).agg(found)
-    joined = tagged.join(current, on=keys, how="left")
-    cur = F.col(_CURRENT)
-    live = cur.isNotNull() & ~cur["r"]
-    moved = live & (cur["p"] != F.col(C.PARTITION))
-    same = live & (cur["p"] == F.col(C.PARTITION)) & (cur["h"] == F.col(C.HASH))
-    removal = F.col(REMOVE)
-    upserts = (joined.filter(~removal & ~same)
-               .withColumn(V.KIND, F.when(live & ~moved, F.lit("update")).otherwise(F.lit("insert")))
-               .withColumn(C.REMOVED, F.lit(False)))
-    gone = joined.filter((removal & live) | (~removal & moved))
-    payload_types = {f.name: f.dataType for f in batch.schema.fields}
-    gone = gone.select(
-        *[F.col(c) if c in keys else F.lit(None).cast(payload_types[c]).alias(c) for c in batch.payload],
-        F.lit(None).cast(tagged.schema[C.HASH].dataType).alias(C.HASH),
-        cur["p"].alias(C.PARTITION), F.lit(True).alias(C.REMOVED), F.lit("remove").alias(V.KIND),
-    )
-    removals = removal_schedule(gone, spec.tiers)
-    return (upserts.drop(REMOVE, _CURRENT).withColumns(stamped).select(*columns)
-            .unionByName(removals.withColumns(stamped).select(*columns)))
-
-
-def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> TableLog:
+def _create_held(spark: SparkSession, spec: FeedSpec, batch: W.Batch, plans) -> TableLog:
     """The held table, empty, with the batch's columns (a stream's first batch; later ones
     append with waterline's commit writer), and the tier tables."""
     stored = V.stored_schema(batch.schema, batch.payload, spec.tiers, hash_as_text=False)
@@ -350,31 +259,6 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: _Batch, plans) -> T
          .mode("error").save(spec.held_path))
     ensure_tier_tables(spark, spec, payload_schema(stored))
     return TableLog.open(spec.held_path)
-
-
-def _write(spec: FeedSpec, held_log: TableLog, versions: DataFrame | pa.Table, token: str) -> dict:
-    """Write the versions as files under ``token`` (uncommitted) and count them: computed on
-    the driver (Arrow rows), written from there; else Spark writes them and counts them in the
-    same pass (observed metrics). Nothing written (every record equal to its key's current
-    version) leaves no file."""
-    stored = table_schema(held_log)
-    local = isinstance(versions, pa.Table)
-    why_not = held_append.direct_unsupported(held_log, spark_schema(versions.drop_columns([V.KIND])) if local
-                                             else versions.drop(V.KIND).schema)
-    if why_not is not None:
-        raise WaterlineError(f"feed {spec.feed}: a stream appends with waterline's commit writer, which cannot "
-                             f"append to {spec.held_path}: {why_not}")
-    columns = stored.fieldNames()
-    try:
-        if local:
-            held_append.write_arrow(versions.select(columns).cast(arrow_schema(stored)), columns, spec.held_path, token)
-            return V.arrow_counts(spec, versions)
-        observed, counted = V.observe_counts(spec, versions)
-        held_append.write_partitioned(observed.drop(V.KIND), columns, spec.held_path, token)
-        return V.observed_counts(spec, counted, versions)
-    except BaseException:
-        held_append.discard(spec.held_path, token)
-        raise
 
 
 def _commit(spec: FeedSpec, held_log: TableLog, state: HeldState, txn: tuple[str, int], *, moved: bool,

@@ -56,7 +56,7 @@ class SmallBatch:
     versions: pa.Table  # the held versions to append (`stream_versions.batch_versions`)
     invalid: pa.Table  # the rows to quarantine, with their reason (the prepared rows' columns)
     unparsed: pa.Table  # the records that did not decode, as quarantine rows (reason, raw text)
-    stats: dict  # rows, quarantined, max_event ({source: micros} or {}), as `stream_ingest._checked`
+    stats: dict  # rows, quarantined, max_event ({source: micros} or {}), as `stream_write.checked`
 
 
 def collect_rows(spec: FeedSpec, rows: DataFrame, tags: Mapping[str, Column], later: Mapping[str, Column],
