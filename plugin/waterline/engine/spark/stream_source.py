@@ -48,8 +48,8 @@ def credential_options(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 #: Kafka consumer options waterline gives Spark's Kafka source unless the spec's ``options``
 #: set them. Kafka's defaults (1 MiB per partition and fetch, 500 records per poll) made a
-#: drain of 1M records ask the broker ~15 times per partition and poll 2,000 times: 2.9 s
-#: to read them on two cores, 1.2-1.8 s with these, and half the broker's CPU
+#: drain of 1M records ask the broker ~15 times per partition and poll 2,000 times: 2.5-3.1 s
+#: to read them on two cores, 1.1-2.3 s with these, and a sixth of the broker's CPU
 #: (docs/decisions.md "Kafka reads"). A fetch returns what the partition has, so a small
 #: micro-batch is not held back by them.
 CONSUMER_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(16 << 20), "kafka.max.poll.records": "100000"}
