@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Observation
+from pyspark.sql import Column, DataFrame, Observation
 
 
 def metrics(observation: Observation) -> dict[str, Any]:
@@ -17,4 +17,10 @@ def metrics(observation: Observation) -> dict[str, Any]:
         return {}
 
 
-__all__ = ["metrics"]
+def counted(observation: Observation, frame: DataFrame, aggregates: list[Column]) -> dict[str, Any]:
+    """``aggregates`` over ``frame``: as ``observation`` (observing them on ``frame``) saw them
+    during the action that ran it, else by a job of their own."""
+    return metrics(observation) or frame.agg(*aggregates).collect()[0].asDict()
+
+
+__all__ = ["counted", "metrics"]

@@ -225,10 +225,7 @@ def _write_inserts(desired: DataFrame, columns: list[str], folder: str, token: s
     if shuffle:
         rows = rows.repartition(C.PARTITION)
     write_parquet(rows, folder, mode="error", partition_by=C.PARTITION)
-    found = observed.metrics(observation)
-    if "candidates" not in found:
-        found = desired.agg(*counts).collect()[0].asDict()
-    return found
+    return observed.counted(observation, desired, list(counts))
 
 
 def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,

@@ -142,12 +142,11 @@ def decoded(records: DataFrame, source: SourceSpec, *, keep: bool = True) -> Dec
     # ``bad`` is never NULL, so the two filters split the records; it is not kept as a column
     # of its own (each DataFrame step is an analysis of the plan, ~10 ms a batch)
     parsed = records.withColumns(decode)
-    observation = None
+    kept = observation = None
     if keep:
-        kept = parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-        seen = parsed
+        kept = seen = parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     else:
-        kept, observation = None, Observation(f"waterline_decoded_{uuid.uuid4().hex}")
+        observation = Observation(f"waterline_decoded_{uuid.uuid4().hex}")
         seen = parsed.observe(observation, F.count(F.when(bad, 1)).alias(_UNPARSED_COUNT))
     unparsed = parsed.filter(bad).select(
         F.concat(F.lit(f"could not be parsed as {kafka.value_format} (topic "), F.col("topic"), F.lit(", partition "),

@@ -89,9 +89,7 @@ def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, 
     observation = Observation(f"waterline_rows_{token}")
     watched = batch.rows.observe(observation, *_row_aggregates(spec))
     counts = write(spec, held_log, plan_versions(spark, spec, batch, watched, tags, later, held_log, seq=seq), token)
-    row = observed.metrics(observation)
-    if "rows" not in row:
-        row = batch.rows.agg(*_row_aggregates(spec)).collect()[0]
+    row = observed.counted(observation, batch.rows, _row_aggregates(spec))
     if not _bad_partitions(spec, row["partitions"]):
         return batch.rows, _stats(row, source), counts, token
     held_append.discard(spec.held_path, token)

@@ -158,5 +158,4 @@ def observe_counts(spec: FeedSpec, versions: DataFrame) -> tuple[DataFrame, Obse
 def observed_counts(spec: FeedSpec, observation: Observation, versions: DataFrame) -> dict:
     """The counts the write of `observe_counts`'s frame computed; counted apart when Spark
     reported none (classic Spark raises for a plan that read no file, Connect can return {})."""
-    metrics = observed.metrics(observation)
-    return _counts(spec, metrics) if "total" in metrics else version_counts(spec, versions)
+    return _counts(spec, observed.counted(observation, versions, _count_aggregates(spec)))
