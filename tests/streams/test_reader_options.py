@@ -21,7 +21,7 @@ def test_the_consumer_reads_in_large_fetches_unless_the_spec_says_otherwise(tmp_
     monkeypatch.delenv("WATERLINE_KAFKA_MAX_POLL_RECORDS", raising=False)
     given = reader_options(_source(tmp_path))
     assert {k: given[k] for k in CONSUMER_DEFAULTS} == {"kafka.max.partition.fetch.bytes": "16777216",
-                                                         "kafka.max.poll.records": "100000"}
+                                                         "kafka.max.poll.records": "10000"}
     assert given["failOnDataLoss"] == "true" and given["subscribe"] == "quotes"
     mine = reader_options(_source(tmp_path, {"kafka.max.poll.records": "500", "maxOffsetsPerTrigger": "10"}))
     assert mine["kafka.max.poll.records"] == "500" and mine["maxOffsetsPerTrigger"] == "10"

@@ -48,11 +48,13 @@ def credential_options(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 #: Kafka consumer options waterline gives Spark's Kafka source unless the spec's ``options``
 #: set them. Kafka's defaults (1 MiB per partition and fetch, 500 records per poll) made a
-#: drain of 1M records ask the broker ~15 times per partition and poll 2,000 times: 2.5-3.1 s
-#: to read them on two cores, 1.1-2.3 s with these, and a sixth of the broker's CPU
+#: drain of 1M records ask the broker ~15 times per partition: 2.5-3.1 s to read them on two
+#: cores, 1.1-2.3 s with 16 MiB fetches. Polls stay at 10,000 records: Spark pools each
+#: partition's consumer with its last poll's records for minutes after a query ends, and at
+#: 100,000 a process that read 1M records some twenty times ran out of its 2 GiB heap
 #: (docs/decisions.md "Kafka reads"). A fetch returns what the partition has, so a small
 #: micro-batch is not held back by them.
-CONSUMER_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(16 << 20), "kafka.max.poll.records": "100000"}
+CONSUMER_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(16 << 20), "kafka.max.poll.records": "10000"}
 
 
 def reader_options(source: SourceSpec) -> dict[str, str]:
