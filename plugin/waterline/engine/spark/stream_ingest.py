@@ -165,8 +165,8 @@ def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, ba
             small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
                                 batch.rows.columns, batch.payload, held_log, seq=seq)
         elif bound is not None:
-            rows, stats, counts, token = W.write_large(spark, spec, source, batch, tags, later, held_log, seq=seq,
-                                                      token=token)
+            large = W.write_large(spark, spec, source, batch, tags, later, held_log, seq=seq, token=token)
+            rows, stats, counts, token = large.rows, large.stats, large.counts, large.token
         else:
             kept.append(batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER))
             rows, stats = W.checked(spec, kept[-1], source)

@@ -69,14 +69,28 @@ def checked(spec: FeedSpec, rows: DataFrame, source: str) -> tuple[DataFrame, di
     row = rows.agg(*_row_aggregates(spec)).collect()[0]
     bad = _bad_partitions(spec, row["partitions"])
     if bad:
-        reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
-        return checked(spec, rows.withColumn(REASON, reason), source)
+        return checked(spec, _quarantined(rows, bad), source)
     return rows, _stats(row, source)
 
 
+def _quarantined(rows: DataFrame, bad: dict[str, str]) -> DataFrame:
+    """``rows`` with those of a partition value in ``bad`` given its reason (value -> reason)."""
+    reason = F.coalesce(F.col(REASON), F.create_map(*[F.lit(x) for kv in bad.items() for x in kv])[F.col(C.PARTITION)])
+    return rows.withColumn(REASON, reason)
+
+
+@dataclass(frozen=True)
+class Large:
+    """A large batch written (`write_large`): its files under ``token``, uncommitted."""
+
+    rows: DataFrame  # the batch's rows, those of a bad partition value given their reason
+    stats: dict  # over those rows: records, quarantined rows, latest event time (`_stats`)
+    counts: dict  # of the versions written (`versions.version_counts`)
+    token: str
+
+
 def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, tags: dict[str, Column],
-                later: dict[str, Column], held_log: TableLog, *, seq: int,
-                token: str) -> tuple[DataFrame, dict, dict, str]:
+                later: dict[str, Column], held_log: TableLog, *, seq: int, token: str) -> Large:
     """A batch too large to collect, in one pass: its versions are planned (`plan_versions`) and
     written as files under ``token`` (uncommitted) by the job that also counts its rows
     (observed metrics, `_row_aggregates`). Keeping the rows for a counting job first cost
@@ -84,19 +98,27 @@ def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, 
 
     Whether every ``partition_by`` value is a partition of the spec's scheme is known only
     once that pass has run: if one is not, its files are discarded and the batch is written
-    again, those rows quarantined (`checked`), under a new token. Returns the rows (with
-    their reasons), their counts, the versions' counts, and the token of the files."""
-    observation = Observation(f"waterline_rows_{token}")
-    watched = batch.rows.observe(observation, *_row_aggregates(spec))
-    counts = write(spec, held_log, plan_versions(spark, spec, batch, watched, tags, later, held_log, seq=seq), token)
-    row = observed.counted(observation, batch.rows, _row_aggregates(spec))
-    if not _bad_partitions(spec, row["partitions"]):
-        return batch.rows, _stats(row, source), counts, token
+    again under a new token, those rows quarantined. That second pass counts its own rows:
+    the quarantined ones are no longer valid, so no bad value is left to find."""
+
+    def one_pass(rows: DataFrame, token: str) -> tuple[Large, dict[str, str]]:
+        observation = Observation(f"waterline_rows_{token}")
+        watched = rows.observe(observation, *_row_aggregates(spec))
+        counts = write(spec, held_log, plan_versions(spark, spec, batch, watched, tags, later, held_log, seq=seq), token)
+        try:  # counted when Spark reported no metrics (Connect may not): a job that can fail
+            row = observed.counted(observation, rows, _row_aggregates(spec))
+        except BaseException:
+            held_append.discard(spec.held_path, token)
+            raise
+        return Large(rows, _stats(row, source), counts, token), _bad_partitions(spec, row["partitions"])
+
+    first, bad = one_pass(batch.rows, token)
+    if not bad:
+        return first
     held_append.discard(spec.held_path, token)
-    rows, stats = checked(spec, batch.rows, source)
-    token = new_token()
-    return rows, stats, write(spec, held_log, plan_versions(spark, spec, batch, rows, tags, later, held_log, seq=seq),
-                              token), token
+    second, left = one_pass(_quarantined(batch.rows, bad), new_token())
+    assert not left, left  # a quarantined row's value is not counted among the valid rows' partitions
+    return second
 
 
 def plan_versions(spark: SparkSession, spec: FeedSpec, batch: Batch, rows: DataFrame, tags: dict[str, Column],
@@ -173,4 +195,4 @@ def write(spec: FeedSpec, held_log: TableLog, versions: DataFrame | pa.Table, to
         raise
 
 
-__all__ = ["Batch", "checked", "plan_versions", "write", "write_large"]
+__all__ = ["Batch", "Large", "checked", "plan_versions", "write", "write_large"]
