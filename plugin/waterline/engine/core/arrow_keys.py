@@ -30,9 +30,16 @@ def matching_rows(rows: pa.Table, wanted: pa.Table, keys: Sequence[str]) -> pa.A
     ``wanted`` (NULL equals nothing, as in Spark's join: keys are never NULL in held or a
     tier, whose NULL-key rows are quarantined)."""
     keys = list(keys)
+    if not rows.num_rows or not wanted.num_rows:
+        return pa.array([], pa.int64())
     numbered = join_keys(rows.select(keys)).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    wanted = wanted.select(keys).cast(rows.select(keys).schema)  # Acero joins equal types only
-    found = numbered.join(join_keys(wanted), keys=keys, join_type="left semi").column(_ROW)
+    wanted = join_keys(wanted.select(keys).cast(rows.select(keys).schema))  # Acero joins equal types only
+    # Acero builds its hash table from the right side: the smaller one (1M rows took 1.2-3.7 s
+    # to build, a few thousand a few milliseconds)
+    if wanted.num_rows <= numbered.num_rows:
+        found = numbered.join(wanted, keys=keys, join_type="left semi").column(_ROW)
+    else:
+        found = wanted.join(numbered, keys=keys, join_type="right semi").column(_ROW)
     values = found.combine_chunks()
     return values.take(pc.array_sort_indices(values))  # the join does not keep the order
 
