@@ -100,3 +100,15 @@ def test_a_bad_local_rows_setting_is_one_line_naming_it(monkeypatch, text, error
         local_rows()
     monkeypatch.setenv(LOCAL_ROWS_ENV, " ")
     assert local_rows() == DEFAULT_LOCAL_ROWS
+
+
+def test_a_stream_batch_is_collected_up_to_its_own_cap_and_the_setting(monkeypatch):
+    from waterline.engine.spark.local_frames import BATCH_ROWS_CAP, LOCAL_ROWS_ENV, batch_fits, batch_rows, fits
+
+    monkeypatch.delenv(LOCAL_ROWS_ENV, raising=False)
+    assert batch_rows() == BATCH_ROWS_CAP < 1_000_000  # a release reads more on the driver than a batch collects
+    assert fits(1_000_000) and not batch_fits(BATCH_ROWS_CAP + 1) and batch_fits(BATCH_ROWS_CAP)
+    monkeypatch.setenv(LOCAL_ROWS_ENV, "300")
+    assert (batch_rows(), batch_fits(300), batch_fits(301), fits(301)) == (300, True, False, False)
+    monkeypatch.setenv(LOCAL_ROWS_ENV, "0")
+    assert not batch_fits(0) and not fits(0)

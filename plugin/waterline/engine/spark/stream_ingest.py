@@ -41,7 +41,7 @@ from waterline.engine.spark import stream_write as W
 from waterline.engine.spark import versions as V
 from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
-from waterline.engine.spark.local_frames import fits, spark_frame
+from waterline.engine.spark.local_frames import batch_fits, spark_frame
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, schedule_columns
 from waterline.engine.spark.stream_small import collect_rows, small_batch
@@ -89,7 +89,7 @@ def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: Dat
     state = held_log.held_state(spec.feed)
     now = clock.now_us()
     # a batch the checkpoint says is too large to collect is read by one pass: nothing kept
-    frames = batch_output(spec, source, records, keep=bound is None or fits(bound))
+    frames = batch_output(spec, source, records, keep=bound is None or batch_fits(bound))
     try:
         return _write_batch(spark, spec, source, batch_id, frames, held_log, state, now, lease, bound)
     finally:
@@ -161,7 +161,7 @@ def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, ba
     unparsed = frames.unparsed
     try:
         small = None
-        if fits(bound):
+        if batch_fits(bound):
             small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
                                 batch.rows.columns, batch.payload, held_log, seq=seq)
         elif bound is not None:
@@ -170,7 +170,7 @@ def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, ba
         else:
             kept.append(batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER))
             rows, stats = W.checked(spec, kept[-1], source)
-            if fits(stats["rows"]):
+            if batch_fits(stats["rows"]):
                 small = small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed), rows.columns,
                                     batch.payload, held_log, seq=seq)
             else:

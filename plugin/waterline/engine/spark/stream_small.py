@@ -1,6 +1,6 @@
 """A small stream micro-batch: one Spark job, the rest on the driver.
 
-A micro-batch of at most `local_frames.local_rows()` records (bounded before any job by
+A micro-batch of at most `local_frames.batch_rows()` records (bounded before any job by
 the checkpoint's offsets, `waterline.engine.log.stream_offsets`, else counted) is
 collected once: its rows through the transform, each with its partition, quarantine
 reason, event time, row hash and schedule, and in the same job its records whose value
@@ -29,7 +29,7 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.stream_versions import batch_counts, batch_versions, last_records
 from waterline.engine.delta.held_keys import current_rows
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.spark.local_frames import arrow_schema, collect_arrow, local_rows
+from waterline.engine.spark.local_frames import arrow_schema, batch_rows, collect_arrow
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW
 from waterline.engine.spark.tables import table_schema
 from waterline.engine.spark.validate import REASON
@@ -39,8 +39,8 @@ from waterline.spec.stream_sql import RECORD_OFFSET, RECORD_PARTITION, RECORD_TO
 
 #: A collected row's event time in microseconds (for the event waterline).
 EVENT_US = "_wl_event_us"
-#: How many of held's versions the lookup keeps in memory per row a release may read
-#: (`local_rows`): five narrow columns, ~50 bytes a version, ~100 MB at the default.
+#: How many of held's versions the lookup keeps in memory per record a batch may collect
+#: (`batch_rows`): five narrow columns, ~50 bytes a version, ~100 MB at the default.
 KEPT_PER_LOCAL_ROW = 10
 #: The order of a key's records in a batch: its last is the greatest.
 RECORD_ORDER = (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)
@@ -112,10 +112,10 @@ def bad_partition(spec: FeedSpec, value: str) -> str | None:
 def current_versions(spec: FeedSpec, held_log: TableLog, keys: pa.Table) -> pa.Table:
     """Held's rows of ``keys`` (key, seq, removed, hash, partition), looked up on the driver in
     the columns this process keeps of held's files (`held_keys`: only the files added since
-    the last batch are read), at most `KEPT_PER_LOCAL_ROW` times `local_rows()` rows kept."""
+    the last batch are read), at most `KEPT_PER_LOCAL_ROW` times `batch_rows()` rows kept."""
     schema = table_schema(held_log)
     wanted = StructType([schema[c] for c in dict.fromkeys([*spec.key, C.SEQ, C.REMOVED, C.HASH, C.PARTITION])])
-    return current_rows(held_log, arrow_schema(wanted), keys, limit=KEPT_PER_LOCAL_ROW * local_rows())
+    return current_rows(held_log, arrow_schema(wanted), keys, limit=KEPT_PER_LOCAL_ROW * batch_rows())
 
 
 __all__ = ["EVENT_US", "RECORD_ORDER", "SmallBatch", "bad_partition", "collect_rows", "current_versions",
