@@ -1,15 +1,17 @@
-"""`arrow_keys.matching_rows`: the semi join the held lookup and a tier step's diff share,
-against a plain Python statement of Spark's key equality (no JVM)."""
+"""`arrow_keys`: the semi join the held lookup and a tier step's diff share, the pairing of
+rows by key and the grouping of rows by key, against a plain Python statement of Spark's
+key equality (no JVM), a struct key among them."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from waterline.engine.core.arrow_keys import matching_rows
+from waterline.engine.core.arrow_keys import key_groups, matching_rows, partner_rows
 
 values = st.one_of(st.none(), st.sampled_from([0.0, -0.0, 1.5, float("nan")]))
 words = st.one_of(st.none(), st.sampled_from(["a", "b", "c"]))
@@ -41,3 +43,46 @@ def test_no_rows_and_no_wanted_keys():
     some = pa.table({"k": ["a", "b"]})
     assert matching_rows(empty, some, ["k"]).to_pylist() == []
     assert matching_rows(some, empty, ["k"]).to_pylist() == []
+
+
+def _struct(pair):
+    return None if pair is None else {"x": pair[0], "y": pair[1]}
+
+
+structs = st.one_of(st.none(), st.tuples(words.filter(lambda w: w is not None), values.filter(lambda v: v is not None)))
+STRUCT = pa.struct([("x", pa.string()), ("y", pa.float64())])
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.tuples(words, values, structs, st.integers(0, 3)), max_size=14))
+def test_key_groups_group_keys_as_spark_does_and_order_within_them(rows):
+    table = pa.table({"s": pa.array([r[0] for r in rows], pa.string()), "f": pa.array([r[1] for r in rows], pa.float64()),
+                      "n": pa.array([_struct(r[2]) for r in rows], STRUCT)})
+    rank = pa.array([r[3] for r in rows], pa.int64())
+
+    order, starts = key_groups(table, ["s", "f", "n"], [(rank, "descending")])
+
+    keys = [spark_key((r[0], r[1])) + (None if r[2] is None else spark_key(r[2]),) for r in rows]
+    groups = [list(g) for g in np.split(order, starts[1:])] if rows else []
+    assert sorted(order.tolist()) == list(range(len(rows)))
+    assert len(groups) == len(set(keys))  # NULL groups with NULL, NaN with NaN, -0.0 with 0.0
+    for group in groups:
+        assert len({keys[i] for i in group}) == 1
+        assert [rows[i][3] for i in group] == sorted((rows[i][3] for i in group), reverse=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.tuples(words, structs), max_size=10),
+       other=st.lists(st.tuples(words, structs), max_size=8, unique_by=lambda o: spark_key((o[0],)) + (
+           None if o[1] is None else spark_key(o[1]),)))
+def test_partner_rows_pair_each_row_with_the_row_spark_would_join(rows, other):
+    def table(items):
+        return pa.table({"s": pa.array([i[0] for i in items], pa.string()), "n": pa.array([_struct(i[1]) for i in items], STRUCT)})
+
+    def key(item):
+        return None if None in item else spark_key((item[0],)) + (spark_key(item[1]),)
+
+    got = partner_rows(table(rows), table(other), ["s", "n"]).tolist()
+
+    index = {key(o): i for i, o in enumerate(other) if key(o) is not None}
+    assert got == [index.get(key(r), -1) if key(r) is not None else -1 for r in rows]

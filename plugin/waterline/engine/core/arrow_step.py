@@ -26,16 +26,15 @@ or this module computes a step, and compares both with `waterline.semantics`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from waterline.engine.core import columns as C
-from waterline.engine.core.arrow_keys import join_keys, matching_rows
+from waterline.engine.core.arrow_keys import key_groups, matching_rows, partner_rows
 from waterline.semantics import POS_INF
 
 #: Columns `desired_rows` adds to the identity and payload columns it takes from held.
@@ -117,7 +116,7 @@ def tier_changes(desired: pa.Table, old: pa.Table, keys: Sequence[str], schema: 
     # stream's tier partition holds every key of the day, its step a few thousand.
     number = matching_rows(old, desired, keys).to_numpy(zero_copy_only=False)  # a compared row's row in ``old``
     compared = old.take(pa.array(number, pa.int64()))
-    t = _partners(desired, compared, keys)  # each desired row's compared row, -1 for none
+    t = partner_rows(desired, compared, keys)  # each desired row's compared row, -1 for none
     has = t >= 0
     present = desired.column(PRESENT).to_numpy(zero_copy_only=False).astype(bool)
     same = has.copy()
@@ -155,40 +154,9 @@ def tier_changes(desired: pa.Table, old: pa.Table, keys: Sequence[str], schema: 
     return TierChanges(counts=counts, touched=touched, new_rows=new_rows, cdc_rows=cdc)
 
 
-def identities(rows: pa.Table, keys: Sequence[str]) -> list[tuple]:
-    """Each row's values of ``keys`` as a tuple that is equal where SQL's grouping is (NaN
-    equals NaN there, not in Python)."""
-    columns = []
-    for k in keys:
-        column = rows.column(k)
-        values = column.to_pylist()
-        # only a floating column holds NaN: the others are taken as they come (most keys)
-        columns.append([_comparable(v) for v in values] if pa.types.is_floating(column.type) else values)
-    return list(zip(*columns)) if columns else [()] * rows.num_rows
-
-
-def _comparable(value: Any) -> Any:
-    return "NaN" if isinstance(value, float) and math.isnan(value) else value
-
-
 def _rows(table: pa.Table, indices: np.ndarray | pa.Array, schema: pa.Schema) -> pa.Table:
     numbers = indices.cast(pa.int64()) if isinstance(indices, pa.Array) else pa.array(indices, pa.int64())
     return table.take(numbers).select(schema.names).cast(schema)
-
-
-def _partners(desired: pa.Table, compared: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """Each desired row's row of ``compared`` with its identity, -1 for none (an Acero join on
-    Spark's key equality, `join_keys`; an identity is one row of each)."""
-    keys = list(keys)
-    found = np.full(desired.num_rows, -1, dtype=np.int64)
-    if not desired.num_rows or not compared.num_rows:
-        return found
-    types = compared.select(keys).schema  # Acero joins equal types only
-    right = join_keys(compared.select(keys)).append_column("_wl_t", pa.array(np.arange(compared.num_rows)))
-    left = join_keys(desired.select(keys).cast(types)).append_column("_wl_j", pa.array(np.arange(desired.num_rows)))
-    pairs = left.join(right, keys=keys, join_type="inner")
-    found[pairs.column("_wl_j").to_numpy()] = pairs.column("_wl_t").to_numpy()
-    return found
 
 
 def _ints(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -246,43 +214,9 @@ def _governing(due: pa.Table, keys: Sequence[str], seq: np.ndarray, candidate: n
     seq first, each identity's first row governs."""
     if not due.num_rows:
         return np.zeros(0, dtype=np.int64)
-    try:
-        first = _first_of_identity(due, keys, seq)
-    except pa.ArrowNotImplementedError:  # a key type Arrow cannot sort (a struct): row by row
-        return _governing_by_rows(due, keys, seq, candidate)
-    order, starts = first
+    order, starts = key_groups(due, keys, [(seq, "descending")])  # of each identity, the greatest seq first
     with_candidate = np.logical_or.reduceat(candidate[order], starts)
     return np.sort(order[starts][with_candidate])
-
-
-def _first_of_identity(due: pa.Table, keys: Sequence[str], seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows sorted by identity then seq (greatest first), and where each identity starts."""
-    normal = join_keys(due.select(list(keys)))  # -0.0 as 0.0, one NaN: Spark's grouping
-    by = [(f"k{i}", "ascending") for i in range(len(keys))] + [("seq", "descending")]
-    sortable = pa.Table.from_arrays([*normal.columns, pa.array(seq)], names=[f"k{i}" for i in range(len(keys))] + ["seq"])
-    order = pc.sort_indices(sortable, sort_keys=by).to_numpy(zero_copy_only=False)
-    new = np.zeros(len(order), dtype=bool)
-    new[0] = True
-    for column in normal.columns:
-        values = column.take(pa.array(order, pa.int64()))
-        a, b = values[1:], values[:-1]
-        equal = pc.fill_null(pc.equal(a, b), False)
-        equal = pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b)))
-        if pa.types.is_floating(column.type):
-            equal = pc.or_(equal, pc.and_(pc.is_nan(a), pc.is_nan(b)))
-        new[1:] |= ~equal.to_numpy(zero_copy_only=False).astype(bool)
-    return order, np.flatnonzero(new)
-
-
-def _governing_by_rows(due: pa.Table, keys: Sequence[str], seq: np.ndarray, candidate: np.ndarray) -> np.ndarray:
-    best: dict[tuple, int] = {}
-    with_candidate: set[tuple] = set()
-    for i, key in enumerate(identities(due, keys)):
-        if candidate[i]:
-            with_candidate.add(key)
-        if key not in best or seq[i] > seq[best[key]]:
-            best[key] = i
-    return np.array(sorted(i for key, i in best.items() if key in with_candidate), dtype=np.int64)
 
 
 _REASONS = pa.array(["present", "removed", "expired", "between"], pa.string())
@@ -335,5 +269,5 @@ def _boundary_after(interval: dict, w: int) -> int:
     return POS_INF
 
 
-__all__ = ["CHANGE_TYPE", "PRESENT", "REASON", "StepBounds", "TierChanges", "desired_rows", "identities",
+__all__ = ["CHANGE_TYPE", "PRESENT", "REASON", "StepBounds", "TierChanges", "desired_rows",
            "step_outlook", "tier_changes"]

@@ -29,8 +29,9 @@ LOCAL_ROWS_ENV = "WATERLINE_LOCAL_ROWS"
 #: A tier step is computed column-wise (`arrow_step`): at 1M versions ~1 s on the driver,
 #: against ~2 s of Spark jobs for the same step (docs/decisions.md "Small reads on the driver").
 DEFAULT_LOCAL_ROWS = 1_000_000
-#: The most records a stream batch brings to the driver whatever `local_rows` says: its
-#: collapse and diff go record by record in Python (`stream_versions`).
+#: The most records a stream batch collects to the driver whatever `local_rows` says: every
+#: record of it is held there at once, with its row hash and schedule, where a larger batch
+#: is one Spark pass that keeps nothing (docs/decisions.md "A large batch in one pass").
 BATCH_ROWS_CAP = 200_000
 
 
