@@ -2,9 +2,11 @@
 
 Spark normalizes -0.0 to 0.0 and every NaN to one NaN in join and grouping keys; Acero's
 hash join compares the bits. `join_keys` makes the two agree, so a semi join in Acero
-(`matching_rows`) finds the rows Spark's join would. Both the held key lookup
-(`waterline.engine.delta.arrow_files`) and a tier step's diff (`arrow_step.tier_changes`)
-join on these keys.
+(`matching_rows`) finds the rows Spark's join would, a join pairs each row with its
+partner (`partner_rows`), and a sort groups rows by key as Spark's grouping does
+(`key_groups`). A nested key (a struct), which Acero neither joins nor sorts on, is
+numbered per distinct value first. The held key lookup (`waterline.engine.delta.arrow_files`),
+a tier step (`arrow_step`) and a small stream batch (`stream_versions`) use them.
 """
 
 from __future__ import annotations
