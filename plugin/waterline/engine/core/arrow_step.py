@@ -80,8 +80,9 @@ def desired_rows(held: pa.Table, bounds: StepBounds, keys: Sequence[str], *, par
     if seq_floor is not None:
         mask = pc.and_(mask, pc.greater_equal(held.column(C.SEQ), seq_floor))
     due = _Schedules(held.filter(mask), tier)
-    governing = due.rows.take(pa.array(_governing(due.rows, keys, due.seq, _candidates(due, bounds)), pa.int64()))
-    at_w = _at_w(_Schedules(governing, tier), w)
+    chosen = due.take(_governing(due.rows, keys, due.seq, _candidates(due, bounds)))
+    at_w = _at_w(chosen, w)
+    governing = chosen.rows
     payload = [c for c in governing.column_names if not C.is_system(c) and c not in keys]
     out = governing.select([*keys, *payload, C.SEQ])
     for name, values in zip((C.START, C.END, PRESENT, REASON), at_w):
@@ -120,10 +121,10 @@ def tier_changes(desired: pa.Table, old: pa.Table, keys: Sequence[str], schema: 
     has = t >= 0
     present = desired.column(PRESENT).to_numpy(zero_copy_only=False).astype(bool)
     same = has.copy()
+    at = np.where(has, t, 0)  # a row with no partner is not the same whatever it reads
     for column in (C.SEQ, C.START, C.END):
         new_values, new_valid = _ints(desired.column(column))
         old_values, old_valid = _ints(compared.column(column))
-        at = np.where(has, t, 0)  # a row with no partner is not the same whatever it reads
         taken, taken_valid = (old_values[at], old_valid[at]) if compared.num_rows else (new_values, new_valid)
         same &= np.where(new_valid & taken_valid, new_values == taken, new_valid == taken_valid)
     insert, delete = ~has & present, has & ~present
@@ -187,9 +188,22 @@ class _Schedules:
         """The end of a single interval: `last`, unless last = tau, which stands for an open end."""
         return np.where(self.last == self.tau, POS_INF, self.last)
 
+    def take(self, indices: np.ndarray) -> _Schedules:
+        """The schedules of the rows at ``indices``, taken from these arrays (no column read again)."""
+        out = object.__new__(_Schedules)
+        numbers = pa.array(indices, pa.int64())
+        out.rows, out._vis = self.rows.take(numbers), self._vis.take(numbers)
+        for name in ("seq", "tau", "has_tau", "last", "has_last", "single", "empty", "simple", "listed"):
+            setattr(out, name, getattr(self, name)[indices])
+        return out
+
+    def stored_vis(self, i: int) -> list[dict] | None:
+        """Row ``i``'s stored visibility column (NULL for a single interval)."""
+        return self._vis[i].as_py()
+
     def intervals(self, i: int) -> list[dict]:
         last = int(self.last[i]) if self.has_last[i] else None
-        return _intervals(int(self.tau[i]) if self.has_tau[i] else None, last, self._vis[i].as_py())
+        return _intervals(int(self.tau[i]) if self.has_tau[i] else None, last, self.stored_vis(i))
 
 
 def _valid(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -204,7 +218,7 @@ def _candidates(due: _Schedules, bounds: StepBounds) -> np.ndarray:
     found = (due.seq > bounds.s0) | (due.single & (due.last > low) & crossed)
     for i in np.flatnonzero(due.listed & ~found):
         last = int(due.last[i]) if due.has_last[i] else None
-        found[i] = _candidate(bounds, int(due.seq[i]), int(due.tau[i]), last, due._vis[i].as_py())
+        found[i] = _candidate(bounds, int(due.seq[i]), int(due.tau[i]), last, due.stored_vis(i))
     return found
 
 
