@@ -22,12 +22,13 @@ import pyarrow.parquet as pq
 from deltalake import Schema as DeltaSchema
 
 from waterline.engine.delta import storage
-from waterline.engine.delta.actions import AddFile, CommitInfo, Metadata, Protocol, encode_commit, parse_commit
+from waterline.engine.delta.actions import AddFile, Protocol
 from waterline.engine.delta.commit import FileActions, checkpoint_if_due, event_commit, write_commit
-from waterline.engine.delta.objects import create_if_absent, read_object
+from waterline.engine.delta.new_table import create_table
+from waterline.engine.delta.objects import create_if_absent
 from waterline.engine.delta.parquet_files import delta_stats
 from waterline.engine.delta.rebase import CommitConflict, same_schema
-from waterline.engine.delta.table_log import TableLog, commit_path
+from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
 
 #: Rounds of "another writer took the version" one append goes through before giving up.
@@ -79,19 +80,10 @@ class EventTable:
         if log.exists:
             existing: str | None = log.schema_json()
         else:
-            now = int(time.time() * 1000)
-            actions = [
-                CommitInfo(timestamp=now, operation="CREATE TABLE", is_blind_append=True, engine_info="waterline",
-                           txn_id=uuid.uuid4().hex),
-                Protocol(1, 2),
-                Metadata(id=str(uuid.uuid4()), schema_string=schema_string, description=self.description,
-                         created_time=now),
-            ]
-            first = commit_path(self.path, 0)
-            if create_if_absent(first, encode_commit(actions)):
+            existing = create_table(self.path, schema_json=schema_string, protocol=Protocol(1, 2),
+                                    operation="CREATE TABLE", description=self.description)
+            if existing is None:
                 return
-            winner = next((a for a in parse_commit(read_object(first) or b"") if isinstance(a, Metadata)), None)
-            existing = None if winner is None else winner.schema_string
-        if existing is None or not same_schema(existing, schema_string):
+        if not existing or not same_schema(existing, schema_string):
             raise WaterlineError(f"{self.path}: the table holds another schema than this event log's "
                                  f"({json.loads(existing) if existing else 'no schema'})")

@@ -39,14 +39,15 @@ from waterline.engine.log.lease import Lease
 from waterline.engine.spark import held_append
 from waterline.engine.spark import stream_write as W
 from waterline.engine.spark import versions as V
-from waterline.engine.spark.commits import commit_state
 from waterline.engine.spark.ingest import under_lease
 from waterline.engine.spark.local_frames import batch_fits, spark_frame
 from waterline.engine.spark.profile import row_hash
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers, schedule_columns
 from waterline.engine.spark.stream_small import collect_rows, small_batch
 from waterline.engine.spark.stream_source import UNPARSED_REASON, UNPARSED_ROW, BatchFrames, batch_output
-from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, table_schema
+from waterline.engine.spark.tables import (
+    create_own_table, ensure_tier_tables, held_stats_columns, payload_schema, table_schema,
+)
 from waterline.engine.spark.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
 from waterline.errors import SpecError
 from waterline.spec import FeedSpec
@@ -254,9 +255,8 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: W.Batch, plans) -> 
     """The held table, empty, with the batch's columns (a stream's first batch; later ones
     append with waterline's commit writer), and the tier tables."""
     stored = V.stored_schema(batch.schema, batch.payload, spec.tiers, hash_as_text=False)
-    with commit_state(spark, HeldState(op="create", token=new_token())), creating_held_table(spark, spec, stored):
-        (spark.createDataFrame([], stored).write.format("delta").partitionBy(C.PARTITION)
-         .mode("error").save(spec.held_path))
+    create_own_table(spark, spec.held_path, stored, HeldState(op="create", token=new_token()),
+                     dataSkippingStatsColumns=",".join(held_stats_columns(spec, stored)))
     ensure_tier_tables(spark, spec, payload_schema(stored))
     return TableLog.open(spec.held_path)
 

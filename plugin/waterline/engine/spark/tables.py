@@ -9,8 +9,12 @@ from typing import Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
     BooleanType,
+    DataType,
     DateType,
+    MapType,
     NumericType,
     StringType,
     StructField,
@@ -21,11 +25,16 @@ from pyspark.sql.types import (
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.sqltext import delta_path
-from waterline.engine.core.state import TierState
+from waterline.engine.core.state import HeldState, TierState
+from waterline.engine.delta.actions import Protocol
+from waterline.engine.delta.commit import state_text
 from waterline.engine.delta.gate import OWN_TABLE_FEATURES
+from waterline.engine.delta.new_table import create_table
+from waterline.engine.delta.rebase import same_schema
 from waterline.engine.delta.storage import is_delta_table
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.commits import cleared_conf, commit_state, temporary_conf
+from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
 TIER_SYSTEM_COLUMNS = f"{C.PARTITION} STRING, {C.SEQ} BIGINT, {C.START} BIGINT, {C.END} BIGINT"
@@ -35,6 +44,11 @@ _DEFAULTS = "spark.databricks.delta.properties.defaults."
 CHANGE_FEED = "delta.enableChangeDataFeed"
 #: Property defaults of a new tier table beyond `own_table_defaults`: the change data feed from its first commit.
 TIER_DEFAULTS = {"enableChangeDataFeed": "true"}
+#: The protocol Spark's Delta writer (4.4) gives a new table with the change data feed on;
+#: without it, (1, 2).
+_CHANGE_FEED_PROTOCOL = Protocol(1, 7, writer_features=frozenset({"changeDataFeed", "invariants", "appendOnly"}))
+# Characters Delta refuses in a column name unless the table maps columns.
+_NAME_REFUSED = frozenset(" ,;{}()\n\t=")
 # Types Delta keeps file statistics for (checked with Delta 4.4 and deltalake 1.6).
 _STATS_TYPES = (NumericType, StringType, DateType, TimestampType, TimestampNTZType, BooleanType)
 
@@ -116,13 +130,70 @@ def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType)
     system = StructType.fromDDL(TIER_SYSTEM_COLUMNS)
     schema = StructType(list(payload.fields) + list(system.fields))
     for tier in missing:
-        path = spec.tier_path(tier)
-        with commit_state(spark, TierState(tier=tier, op="create")), \
-                own_table_defaults(spark, **TIER_DEFAULTS):
-            (
-                spark.createDataFrame([], schema).write.format("delta")
-                .partitionBy(C.PARTITION).mode("error").save(path)  # "error": Connect knows no "errorifexists"
-            )
+        create_own_table(spark, spec.tier_path(tier), schema, TierState(tier=tier, op="create"), **TIER_DEFAULTS)
+
+
+def create_own_table(spark: SparkSession, path: str, schema: StructType, state: HeldState | TierState,
+                     **defaults: str) -> None:
+    """Create the empty table at ``path`` (partitioned by the partition column), its first
+    commit carrying ``state`` and the properties ``defaults`` (names without ``delta.``), as
+    `own_table_defaults` has Spark's writer create it.
+
+    Version 0 is written by waterline (`waterline.engine.delta.new_table`), as Spark's writer
+    would write it for this schema (tests/engine/test_own_tables.py compares the two), unless
+    the schema or the session asks for more than that: a type or a column name that needs a
+    table feature, field metadata, or another ``spark.databricks.delta.properties.defaults.*``
+    of the session's, which Spark's writer then applies as it always did.
+    """
+    if _spark_must_create(spark, schema):
+        with commit_state(spark, state), own_table_defaults(spark, **defaults):
+            (spark.createDataFrame([], schema).write.format("delta")
+             .partitionBy(C.PARTITION).mode("error").save(path))  # "error": Connect knows no "errorifexists"
+        return
+    configuration = {f"delta.{k}": v for k, v in defaults.items()}
+    schema_json = json.dumps(_nullable(schema).jsonValue(), separators=(",", ":"))
+    existing = create_table(
+        path, schema_json=schema_json, operation="WRITE",
+        protocol=_CHANGE_FEED_PROTOCOL if configuration.get(CHANGE_FEED) == "true" else Protocol(1, 2),
+        partition_columns=(C.PARTITION,), configuration=configuration,
+        parameters={"mode": "ErrorIfExists", "partitionBy": json.dumps([C.PARTITION])},
+        user_metadata=state_text(state, tagged=True))
+    if existing is not None and not (existing and same_schema(existing, schema_json)):
+        raise WaterlineError(f"{path}: another writer created a table with other columns there first")
+
+
+def _spark_must_create(spark: SparkSession, schema: StructType) -> bool:
+    """Whether a new table of ``schema`` needs Spark's writer to create it (see `create_own_table`)."""
+    if not _plain(schema):
+        return True
+    ours = {_DEFAULTS + key.removeprefix("delta.") for key in OWN_TABLE_FEATURES}
+    return any(k.startswith(_DEFAULTS) and k not in ours for k in spark.conf.getAll)
+
+
+def _plain(dt: DataType) -> bool:
+    """Types that need no table feature, columns with plain names and no metadata."""
+    if isinstance(dt, StructType):
+        names = [f.name.lower() for f in dt.fields]
+        return len(set(names)) == len(names) and all(
+            not f.metadata and not (_NAME_REFUSED & set(f.name)) and _plain(f.dataType) for f in dt.fields)
+    if isinstance(dt, ArrayType):
+        return _plain(dt.elementType)
+    if isinstance(dt, MapType):
+        return _plain(dt.keyType) and _plain(dt.valueType)
+    if isinstance(dt, StringType):
+        return dt.isUTF8BinaryCollation()
+    return isinstance(dt, (NumericType, BinaryType, BooleanType, DateType, TimestampType))
+
+
+def _nullable(dt: DataType) -> DataType:
+    """``dt`` with every field and element nullable, as Delta stores a new table's schema."""
+    if isinstance(dt, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in dt.fields])
+    if isinstance(dt, ArrayType):
+        return ArrayType(_nullable(dt.elementType), True)
+    if isinstance(dt, MapType):
+        return MapType(_nullable(dt.keyType), _nullable(dt.valueType), True)
+    return dt
 
 
 def change_feed_enabled(log: TableLog) -> bool:
