@@ -13,7 +13,9 @@ Above that limit the Spark path reads and writes as before: the driver holds wha
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -34,10 +36,16 @@ DEFAULT_LOCAL_ROWS = 1_000_000
 #: record of it is held there at once, with its row hash and schedule, where a larger batch
 #: is one Spark pass that keeps nothing (docs/decisions.md "A large batch in one pass").
 BATCH_ROWS_CAP = 200_000
+# Set around a stream batch that runs in a Spark Connect server's Python worker: the limit
+# of the process that started the stream, not of the server's environment.
+_LIMIT: ContextVar[int | None] = ContextVar("waterline_local_rows", default=None)
 
 
 def local_rows() -> int:
-    """The most rows a release reads into the driver from one table for one tier."""
+    """The most rows a release reads into the driver from one table for one tier: the
+    `LOCAL_ROWS_ENV` variable, or `DEFAULT_LOCAL_ROWS`; inside `limited_to`, its limit."""
+    if (limit := _LIMIT.get()) is not None:
+        return limit
     text = os.environ.get(LOCAL_ROWS_ENV, "").strip()
     if not text:
         return DEFAULT_LOCAL_ROWS
@@ -53,6 +61,17 @@ def local_rows() -> int:
 def fits(rows: int | None) -> bool:
     """Whether a read of ``rows`` rows (None: unknown, a file without statistics) is local."""
     return _within(rows, local_rows())
+
+
+@contextmanager
+def limited_to(rows: int) -> Iterator[None]:
+    """`local_rows` is ``rows`` in the block (in this thread and context), whatever the
+    environment says."""
+    token = _LIMIT.set(rows)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
 
 
 def batch_rows() -> int:

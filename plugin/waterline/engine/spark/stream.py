@@ -35,6 +35,7 @@ from waterline.engine.delta.objects import read_object
 from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.engine.log.status import read_feed_status
 from waterline.engine.log.stream_offsets import batch_bound
+from waterline.engine.spark.local_frames import limited_to, local_rows
 from waterline.engine.spark.release import release
 from waterline.engine.spark.spark_errors import spark_message
 from waterline.engine.spark.stream_ingest import batches_in_log, ingest_batch
@@ -78,20 +79,23 @@ class BatchSink:
     """What each micro-batch of one source runs: the held append, then the tiers' release
     when the batch made rows due at once (``release_due``). A plain object of picklable fields:
     over Spark Connect, Spark runs it in the server's Python worker, with the batch's own
-    session."""
+    session, and with the driver-read limit of the process that made it (``driver_rows``,
+    `local_frames.local_rows`), not of the server's environment."""
 
     spec: FeedSpec
     source: str
     clock: Clock
     release_due: bool = True
+    driver_rows: int = field(default_factory=local_rows)
 
     def __call__(self, records: DataFrame, batch_id: int) -> tuple[StreamBatchResult, ReleaseResult | None]:
         faults.boundary(faults.STREAM_BATCH_START)
         spark = records.sparkSession
-        done = ingest_batch(spark, self.spec, self.source, records, batch_id, clock=self.clock,
-                            bound=batch_bound(checkpoint_path(self.spec, self.source), batch_id))
-        log.info("%s", done.summary())
-        released = _release_after(spark, self.spec, done, self.clock) if self.release_due else None
+        with limited_to(self.driver_rows):
+            done = ingest_batch(spark, self.spec, self.source, records, batch_id, clock=self.clock,
+                                bound=batch_bound(checkpoint_path(self.spec, self.source), batch_id))
+            log.info("%s", done.summary())
+            released = _release_after(spark, self.spec, done, self.clock) if self.release_due else None
         faults.boundary(faults.STREAM_BATCH_END)
         return done, released
 
