@@ -117,7 +117,10 @@ def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, 
         return first
     held_append.discard(spec.held_path, token)
     second, left = one_pass(_quarantined(batch.rows, bad), new_token())
-    assert not left, left  # a quarantined row's value is not counted among the valid rows' partitions
+    if left:  # cannot happen: a quarantined row's value is not among the valid rows' partitions
+        held_append.discard(spec.held_path, second.token)
+        raise WaterlineError(f"feed {spec.feed}, source {source}: partition values {sorted(left)} were still "
+                             "found after their rows were quarantined; nothing written")
     return second
 
 
