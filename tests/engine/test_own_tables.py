@@ -83,6 +83,8 @@ def test_version_0_is_what_sparks_writer_writes(spark, tmp_path, kind):
         (s_info.operation, dict(s_info.operation_parameters), s_info.user_metadata, s_info.is_blind_append)
     log = TableLog.open(ours)
     assert log.version == 0 and log.schema_json() == metadata.schema_string
+    layout = {p.name for p in (tmp_path / "theirs" / "_delta_log").iterdir() if p.is_dir()}
+    assert layout == {p.name for p in (tmp_path / "ours" / "_delta_log").iterdir() if p.is_dir()} == {"_staged_commits"}
 
 
 def test_spark_appends_merges_and_reads_the_change_feed_of_a_table_waterline_created(spark, tmp_path):
@@ -119,7 +121,8 @@ def test_spark_appends_merges_and_reads_the_change_feed_of_a_table_waterline_cre
 @pytest.mark.parametrize("field", [
     StructField("at", TimestampNTZType()),  # needs the timestampNtz feature
     StructField("c", StringType(), metadata={"comment": "kept by Spark"}),
-], ids=["timestamp_ntz", "field metadata"])
+    StructField("k", MapType(StructType([StructField("a", IntegerType(), False)]), LongType())),  # a nested map key
+], ids=["timestamp_ntz", "field metadata", "struct map key"])
 def test_a_schema_that_needs_more_than_version_0_is_created_by_spark(spark, tmp_path, field):
     schema = StructType([field, StructField(C.PARTITION, StringType())])
     path = str(tmp_path / "t")

@@ -31,9 +31,10 @@ from waterline.engine.delta.commit import state_text
 from waterline.engine.delta.gate import OWN_TABLE_FEATURES
 from waterline.engine.delta.new_table import create_table
 from waterline.engine.delta.rebase import same_schema
-from waterline.engine.delta.storage import is_delta_table
+from waterline.engine.delta.storage import is_delta_table, local_folder
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.commits import cleared_conf, commit_state, temporary_conf
+from waterline.engine.spark.local_frames import nullable
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
@@ -151,7 +152,7 @@ def create_own_table(spark: SparkSession, path: str, schema: StructType, state: 
              .partitionBy(C.PARTITION).mode("error").save(path))  # "error": Connect knows no "errorifexists"
         return
     configuration = {f"delta.{k}": v for k, v in defaults.items()}
-    schema_json = json.dumps(_nullable(schema).jsonValue(), separators=(",", ":"))
+    schema_json = json.dumps(nullable(schema).jsonValue(), separators=(",", ":"))
     existing = create_table(
         path, schema_json=schema_json, operation="WRITE",
         protocol=_CHANGE_FEED_PROTOCOL if configuration.get(CHANGE_FEED) == "true" else Protocol(1, 2),
@@ -160,6 +161,10 @@ def create_own_table(spark: SparkSession, path: str, schema: StructType, state: 
         user_metadata=state_text(state, tagged=True))
     if existing is not None and not (existing and same_schema(existing, schema_json)):
         raise WaterlineError(f"{path}: another writer created a table with other columns there first")
+    if (folder := local_folder(path)) is not None:
+        # the folder Spark's writer (Delta 4.4) makes beside version 0 for catalog-managed
+        # commits: the table's layout stays the one Spark gives it (maintain keeps it)
+        (folder / "_delta_log" / "_staged_commits").mkdir(exist_ok=True)
 
 
 def _spark_must_create(spark: SparkSession, schema: StructType) -> bool:
@@ -178,22 +183,12 @@ def _plain(dt: DataType) -> bool:
             not f.metadata and not (_NAME_REFUSED & set(f.name)) and _plain(f.dataType) for f in dt.fields)
     if isinstance(dt, ArrayType):
         return _plain(dt.elementType)
-    if isinstance(dt, MapType):
-        return _plain(dt.keyType) and _plain(dt.valueType)
+    if isinstance(dt, MapType):  # a nested key: Spark's writer makes its fields nullable, `nullable` does not
+        return not isinstance(dt.keyType, (StructType, ArrayType, MapType)) and _plain(dt.valueType) \
+            and _plain(dt.keyType)
     if isinstance(dt, StringType):
         return dt.isUTF8BinaryCollation()
     return isinstance(dt, (NumericType, BinaryType, BooleanType, DateType, TimestampType))
-
-
-def _nullable(dt: DataType) -> DataType:
-    """``dt`` with every field and element nullable, as Delta stores a new table's schema."""
-    if isinstance(dt, StructType):
-        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in dt.fields])
-    if isinstance(dt, ArrayType):
-        return ArrayType(_nullable(dt.elementType), True)
-    if isinstance(dt, MapType):
-        return MapType(_nullable(dt.keyType), _nullable(dt.valueType), True)
-    return dt
 
 
 def change_feed_enabled(log: TableLog) -> bool:
