@@ -31,9 +31,9 @@ Every test session, short- or long-lived, also evaluates Spark SQL interpreted
 query (Janino, then the JIT on the compiled classes) cost more than running it. Measured on
 tests/engine/test_crash.py's phase-boundary cases and the differential's report test (one
 worker session, five subprocess drivers): 768 -> 571 core-seconds. The cluster and Connect
-test keeps whole-stage code generation (``long_lived_jvm(codegen=True)`` and
-``WATERLINE_TEST_CODEGEN=1`` for its runs), so the compiled path is still compared with
-`waterline.semantics` on every run, as users run it.
+test keeps whole-stage code generation over Connect (``long_lived_jvm(codegen=True)`` for
+the server), so the compiled path is still compared with `waterline.semantics` on every
+run, as users run it.
 """
 
 from __future__ import annotations
