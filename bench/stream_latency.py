@@ -12,8 +12,12 @@ send, so the 15-minute tier has rows falling due all through the run; after the 
 (SIGTERM, after its current batch), `Feed.audit_history` proves that tier's releases: 0 early.
 
 Targets (issue 27): at 5,000 records/s for 5 minutes, p50 <= 2 s and p99 <= 5 s, 0 early.
+The targets are on the whole run. The report's last column gives the same quantiles over the
+records sent after the first minute: a stream's first batches after its start are cold and
+leave a backlog its next batches work off, and that transient, not the steady state, is
+where the tail comes from on a slow machine (`--keep` keeps the run's folder to study).
 
-Usage: python -m bench.stream_latency [--rate 5000] [--seconds 300] [--keys 50000] [--json]
+Usage: python -m bench.stream_latency [--rate 5000] [--seconds 300] [--keys 50000] [--json] [--keep]
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import yaml
 from bench.probes import loadavg
 
 TARGETS = {"p50": 2.0, "p99": 5.0}
+WARM_S = 60  # the report's second column: records sent this long after producing began
 EVENT_LAG = timedelta(minutes=14)  # event time = send - 14 min: due under the 15-minute delay 1 min after the send
 CLI = str(Path(sys.executable).with_name("waterline"))
 
@@ -207,6 +212,11 @@ def run(rate: int, seconds: float, keys: int, root: Path) -> dict:
         latency = follower.latencies(producer.sent_at)
         lat = sorted(v for n, v in latency.items() if n > 0)
         lat += [float("inf")] * (producer.sent - 1 - len(lat))
+        # the same for the records sent after the first minute: the stream's start (its
+        # first batches cold, then the backlog they left) apart from its steady state
+        warm_from = started + WARM_S
+        warm = [n for n in range(1, producer.sent) if producer.sent_at[n] >= warm_from]
+        lat_warm = sorted(latency.get(n, float("inf")) for n in warm)
         feed = load(spec_path)
         proof = feed.audit_history(tiers=["delayed_15m"])["delayed_15m"]
         margins = [r.min_margin_us / 1e6 for r in proof.releases if r.min_margin_us is not None]
@@ -215,6 +225,8 @@ def run(rate: int, seconds: float, keys: int, root: Path) -> dict:
             "produced_per_s": round(producer.sent / produced_s), "readable": len(latency),
             "tier_commits": follower.commits, "stream_exit": code,
             "latency_s": {"p50": _q(lat, 0.50), "p95": _q(lat, 0.95), "p99": _q(lat, 0.99), "max": _q(lat, 1.0)},
+            "latency_after_first_minute_s": {"p50": _q(lat_warm, 0.50), "p95": _q(lat_warm, 0.95),
+                                             "p99": _q(lat_warm, 0.99), "max": _q(lat_warm, 1.0)},
             "delayed_15m": {"releases": len(proof.releases), "early": proof.breach_count,
                             "least_margin_s": min(margins) if margins else None, "unproven": len(proof.unproven)},
             "loadavg": loadavg(),
@@ -240,13 +252,15 @@ def report(result: dict) -> str:
              f"(asked {result['rate']:,}/s) for {result['seconds']:.0f} s over {result['keys']:,} keys; "
              f"{result['readable']:,} readable in the real-time tier, themselves or revised ({result['tier_commits']} commits), "
              f"load {result['loadavg']}",
-             f"  {'produce -> readable':20} {'seconds':>8} {'target':>7} {'met':>4}"]
+             f"  {'produce -> readable':20} {'seconds':>8} {'target':>7} {'met':>4}   after the first minute"]
+    warm = result["latency_after_first_minute_s"]
     for name in ("p50", "p95", "p99", "max"):
         target = TARGETS.get(name)
         value = lat[name]
         met = "" if target is None or value is None else ("yes" if value <= target else "NO")
         met = "NO" if value is None and target is not None else met
-        lines.append(f"  {name:20} {value if value is not None else 'never':>8} {target or '':>7} {met:>4}")
+        lines.append(f"  {name:20} {value if value is not None else 'never':>8} {target or '':>7} {met:>4}   "
+                     f"{warm[name] if warm[name] is not None else 'never':>8}")
     lines.append(f"  15-minute tier: {late['releases']} releases, {late['early']} early (target 0), least margin "
                  f"{late['least_margin_s']} s, {late['unproven']} unproven")
     return "\n".join(lines)
@@ -258,12 +272,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--keys", type=int, default=50_000, help="distinct keys (revisions once they repeat)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the run's folder (warehouse, stream.log) to study its commits")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="wl-bench-stream-latency-"))
     try:
         result = run(args.rate, args.seconds, args.keys, root)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            log(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
     print(report(result))
     if args.json:
         print(json.dumps(result, indent=1))

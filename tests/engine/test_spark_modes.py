@@ -31,7 +31,7 @@ from tests.jvm import compiled_env, long_lived_jvm
 
 pytestmark = [
     pytest.mark.spark,
-    pytest.mark.heavy(15),
+    pytest.mark.heavy(14),
     pytest.mark.skipif(os.environ.get("WATERLINE_SPARK_MODES", "1") == "0",
                        reason="WATERLINE_SPARK_MODES=0: cluster and Connect runs switched off"),
 ]
