@@ -23,6 +23,7 @@ Usage: python -m bench.stream_latency [--rate 5000] [--seconds 300] [--keys 5000
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import shutil
@@ -214,9 +215,8 @@ def run(rate: int, seconds: float, keys: int, root: Path) -> dict:
         lat += [float("inf")] * (producer.sent - 1 - len(lat))
         # the same for the records sent after the first minute: the stream's start (its
         # first batches cold, then the backlog they left) apart from its steady state
-        warm_from = started + WARM_S
-        warm = [n for n in range(1, producer.sent) if producer.sent_at[n] >= warm_from]
-        lat_warm = sorted(latency.get(n, float("inf")) for n in warm)
+        first_warm = max(1, bisect.bisect_left(producer.sent_at, started + WARM_S))  # sends are in order
+        lat_warm = sorted(latency.get(n, float("inf")) for n in range(first_warm, producer.sent))
         feed = load(spec_path)
         proof = feed.audit_history(tiers=["delayed_15m"])["delayed_15m"]
         margins = [r.min_margin_us / 1e6 for r in proof.releases if r.min_margin_us is not None]
@@ -224,9 +224,7 @@ def run(rate: int, seconds: float, keys: int, root: Path) -> dict:
             "rate": rate, "seconds": seconds, "keys": keys, "produced": producer.sent,
             "produced_per_s": round(producer.sent / produced_s), "readable": len(latency),
             "tier_commits": follower.commits, "stream_exit": code,
-            "latency_s": {"p50": _q(lat, 0.50), "p95": _q(lat, 0.95), "p99": _q(lat, 0.99), "max": _q(lat, 1.0)},
-            "latency_after_first_minute_s": {"p50": _q(lat_warm, 0.50), "p95": _q(lat_warm, 0.95),
-                                             "p99": _q(lat_warm, 0.99), "max": _q(lat_warm, 1.0)},
+            "latency_s": _quantiles(lat), "latency_after_first_minute_s": _quantiles(lat_warm),
             "delayed_15m": {"releases": len(proof.releases), "early": proof.breach_count,
                             "least_margin_s": min(margins) if margins else None, "unproven": len(proof.unproven)},
             "loadavg": loadavg(),
@@ -236,6 +234,11 @@ def run(rate: int, seconds: float, keys: int, root: Path) -> dict:
             stream.kill()
             stream.wait()
         kafka_broker.stop(root / "kafka")
+
+
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    """The report's quantiles of sorted ``values`` (`_q`)."""
+    return {"p50": _q(values, 0.50), "p95": _q(values, 0.95), "p99": _q(values, 0.99), "max": _q(values, 1.0)}
 
 
 def _q(values: list[float], q: float) -> float | None:
@@ -259,11 +262,14 @@ def report(result: dict) -> str:
         value = lat[name]
         met = "" if target is None or value is None else ("yes" if value <= target else "NO")
         met = "NO" if value is None and target is not None else met
-        lines.append(f"  {name:20} {value if value is not None else 'never':>8} {target or '':>7} {met:>4}   "
-                     f"{warm[name] if warm[name] is not None else 'never':>8}")
+        lines.append(f"  {name:20} {_seconds(value):>8} {target or '':>7} {met:>4}   {_seconds(warm[name]):>8}")
     lines.append(f"  15-minute tier: {late['releases']} releases, {late['early']} early (target 0), least margin "
                  f"{late['least_margin_s']} s, {late['unproven']} unproven")
     return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else str(value)
 
 
 def main(argv: list[str] | None = None) -> int:
