@@ -184,8 +184,8 @@ def _plain(dt: DataType) -> bool:
     if isinstance(dt, ArrayType):
         return _plain(dt.elementType)
     if isinstance(dt, MapType):  # a nested key: Spark's writer makes its fields nullable, `nullable` does not
-        return not isinstance(dt.keyType, (StructType, ArrayType, MapType)) and _plain(dt.valueType) \
-            and _plain(dt.keyType)
+        nested_key = isinstance(dt.keyType, (StructType, ArrayType, MapType))
+        return not nested_key and _plain(dt.keyType) and _plain(dt.valueType)
     if isinstance(dt, StringType):
         return dt.isUTF8BinaryCollation()
     return isinstance(dt, (NumericType, BinaryType, BooleanType, DateType, TimestampType))
