@@ -50,7 +50,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import delta_sharing  # noqa: E402
-import pandas as pd  # noqa: E402
 import requests  # noqa: E402
 from requests.adapters import HTTPAdapter  # noqa: E402
 from urllib3.util.retry import Retry  # noqa: E402
@@ -492,7 +491,7 @@ def compare(runs: list[dict[str, Any]]) -> str:
             row = run[f"{side}_table"].get(name)
             pooled[run["access_records"]][(side, name)] += row["ms"] if row else []
     lines = ["access records off vs on (" + ", ".join("on" if r["access_records"] else "off" for r in runs)
-             + f" runs, pooled)",
+             + " runs, pooled)",
              f"  {'operation':40} {'p50 off':>8} {'p50 on':>8} {'ratio':>6} {'p99 off':>8} {'p99 on':>8} {'ratio':>6}"]
     for side, name in COMPARED:
         off, on = pooled[False][(side, name)], pooled[True][(side, name)]

@@ -16,7 +16,6 @@ from dagster import (
     AssetKey,
     DagsterInstance,
     RunRequest,
-    SkipReason,
     build_sensor_context,
     materialize,
 )

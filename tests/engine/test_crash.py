@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.crash_driver import STEPS, TIERS, run_steps
+from tests.engine.crash_driver import TIERS, run_steps
 from tests.engine.feedkit import make_spec
 from waterline.engine.core import faults
 from waterline.engine.delta.table_log import TableLog

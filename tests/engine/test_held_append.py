@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from tests.engine.feedkit import far_future_clock, make_spec, write_partition

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from waterline.semantics import NEG_INF, POS_INF, Version, branch_interval, visibility
+from waterline.semantics import NEG_INF, POS_INF, Version, branch_interval
 
 TIERS = ("t1", "t2")
 IDENTITIES = ("a", "b", "c", "d")
