@@ -78,10 +78,14 @@ def read_stream(spark: SparkSession, spec: FeedSpec, name: str) -> DataFrame:
     return spark.readStream.format("kafka").options(**reader_options(spec.sources[name])).load()
 
 
-def read_once(spark: SparkSession, spec: FeedSpec, name: str, *, ending: str = "latest") -> DataFrame:
-    """What source ``name`` holds now, as a batch (the same columns as `read_stream`)."""
-    return (spark.read.format("kafka").options(**reader_options(spec.sources[name]))
-            .option("endingOffsets", ending).load())
+def read_once(spark: SparkSession, spec: FeedSpec, name: str, *, starting: str | None = None,
+              ending: str = "latest") -> DataFrame:
+    """What source ``name`` holds now, as a batch (the same columns as `read_stream`), from
+    the spec's ``starting_offsets`` or ``starting`` (a batch read cannot start at "latest")."""
+    reader = spark.read.format("kafka").options(**reader_options(spec.sources[name]))
+    if starting is not None:
+        reader = reader.option("startingOffsets", starting)
+    return reader.option("endingOffsets", ending).load()
 
 
 _UNPARSED_COUNT = "unparsed"
