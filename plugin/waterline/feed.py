@@ -274,16 +274,23 @@ class Feed:
         return _spark_room().ingest(self.spark, self.spec, self._partition(partition), clock=self.clock)
 
     def stream(self, *, once: bool = True, trigger_seconds: float = 1.0, stop: threading.Event | None = None,
-               on_batch: Callable[[StreamBatchResult], None] | None = None) -> StreamRun:
+               on_batch: Callable[[StreamBatchResult], None] | None = None,
+               warm_up_records: int | None = None) -> StreamRun:
         """Read the feed's Kafka sources into the held table, each micro-batch exactly once,
         releasing the tiers after a batch with rows due at once (a real-time tier).
 
         ``once``: drain what the topics hold now and return; otherwise run with a trigger every
-        ``trigger_seconds`` until ``stop`` is set, then stop after the current batch."""
+        ``trigger_seconds`` until ``stop`` is set, then stop after the current batch. A
+        long-running stream first runs ``warm_up_records`` copies of its topics' records
+        through a batch's Spark job, writing nothing, so that its first batches are not slow
+        (None: the engine's default, 20,000; 0: no warm-up)."""
         if trigger_seconds <= 0:
             raise WaterlineError(f"stream: trigger_seconds must be > 0, got {trigger_seconds}")
+        if warm_up_records is not None and warm_up_records < 0:
+            raise WaterlineError(f"stream: warm_up_records must be >= 0, got {warm_up_records}")
+        extra = {} if warm_up_records is None else {"warm_up_records": warm_up_records}
         return _spark_room().stream(self.spark, self.spec, once=once, trigger_seconds=trigger_seconds,
-                                    clock=self.clock, stop=stop, on_batch=on_batch)
+                                    clock=self.clock, stop=stop, on_batch=on_batch, **extra)
 
     def backfill(self, first: str, last: str, *, progress: bool | Callable[[IngestResult], None] = True
                  ) -> list[IngestResult]:

@@ -101,6 +101,25 @@ def test_a_replayed_batch_is_skipped_by_the_held_tables_transaction(kafka, spark
     assert replay.skipped and replay.versions_written == 0 and feed.status().seq == seq
 
 
+def test_a_warm_up_runs_copies_of_the_topics_records_through_a_batch_and_writes_nothing(kafka, spark, tmp_path):
+    from waterline.engine.spark.stream import warm_up
+
+    topic = new_topic(kafka.bootstrap)
+    feed = load(stream_spec(tmp_path, kafka.bootstrap, topic), spark=spark)
+    assert warm_up(spark, feed.spec, "source", 100) == 0  # an empty topic: nothing to run
+    records = [(0, "a", {"px": 1.0, "ts": iso(DAY1)}), (0, "a", None), (0, "b", b"{not json")]
+    produce(kafka.bootstrap, topic, records)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    # 34 copies of the 3 records (a revision, a tombstone, one to quarantine): nothing kept
+    assert warm_up(spark, feed.spec, "source", 100) == 102
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+    run = feed.stream(once=True)  # the real batch starts from the topic's first offset
+    applied = [b for b in run.batches if not b.skipped]
+    assert (sum(b.records for b in applied), sum(b.quarantined for b in applied)) == (2, 1)
+    assert _tier(feed, "realtime") == {}
+    assert DeltaTable(feed.spec.quarantine_path).to_pyarrow_table().num_rows == 1
+
+
 def test_a_batch_feed_refuses_stream_keys_and_a_stream_feed_refuses_partition_ingest(kafka, spark, tmp_path):
     from waterline.errors import SpecError
     from waterline.spec import load_spec

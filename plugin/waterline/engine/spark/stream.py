@@ -39,7 +39,8 @@ from waterline.engine.spark.local_frames import limited_to, local_rows
 from waterline.engine.spark.release import release
 from waterline.engine.spark.spark_errors import spark_message
 from waterline.engine.spark.stream_ingest import batches_in_log, ingest_batch
-from waterline.engine.spark.stream_source import read_stream
+from waterline.engine.spark.stream_ingest import warm_up as warm_up_batch
+from waterline.engine.spark.stream_source import read_once, read_stream
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
@@ -47,6 +48,10 @@ log = logging.getLogger(__name__)
 
 #: How long a stopping query may take to finish its current batch before it is stopped anyway.
 STOP_GRACE_S = 120.0
+#: How many records a long-running stream runs through a batch's job before it starts
+#: (`stream_ingest.warm_up`), and how many of the topic's records they are copies of.
+WARM_UP_RECORDS = 20_000
+WARM_UP_SAMPLE = 1_000
 
 
 @dataclass
@@ -102,7 +107,8 @@ class BatchSink:
 
 def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: float = 1.0,
         clock: Clock | None = None, stop: threading.Event | None = None,
-        on_batch: Callable[[StreamBatchResult], None] | None = None) -> StreamRun:
+        on_batch: Callable[[StreamBatchResult], None] | None = None,
+        warm_up_records: int = WARM_UP_RECORDS) -> StreamRun:
     """Stream every Kafka source of ``spec`` into held (see the module).
 
     Over Spark Connect the batches run in the server's Python worker (which must import
@@ -133,6 +139,9 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
                 raise
         return apply
 
+    if not once and warm_up_records > 0:
+        for source in spec.sources:
+            warm_up(spark, spec, source, warm_up_records)
     queries = {}
     for source in spec.sources:
         # a drain releases once, after its last batch (below): a release per batch would cost
@@ -200,6 +209,25 @@ class _RemoteFollower:
                 self.on_batch(batch)
         if _any_tier_due(self.spec, self.clock):
             self.result.releases.append(release(self.spark, self.spec, clock=self.clock))
+
+
+def warm_up(spark: SparkSession, spec: FeedSpec, source: str, records: int) -> int:
+    """Run ``records`` copies of the first `WARM_UP_SAMPLE` records source ``source``'s topics
+    hold through a batch's job before the stream starts (`stream_ingest.warm_up`: nothing
+    written), and return how many ran (0: the topics are empty, or it failed). An
+    optimisation only: a failure is logged and the stream starts anyway (the real batch
+    then reports what is wrong, as it would have)."""
+    started = time.monotonic()
+    try:
+        sample = read_once(spark, spec, source, starting="earliest").limit(WARM_UP_SAMPLE)
+        ran = warm_up_batch(spark, spec, source, sample, records)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        log.warning("feed %s: source %s: warm-up skipped: %s", spec.feed, source, spark_message(exc) or first)
+        return 0
+    log.info("feed %s: source %s: warm-up ran %d records through a batch's job in %.1f s",
+             spec.feed, source, ran, time.monotonic() - started)
+    return ran
 
 
 def is_remote_session(spark: SparkSession) -> bool:

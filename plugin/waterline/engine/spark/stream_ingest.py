@@ -79,6 +79,38 @@ def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: Data
                        what=f"stream {source} batch {batch_id}", where=f"source {source}: batch {batch_id}")
 
 
+def warm_up(spark: SparkSession, spec: FeedSpec, source: str, sample: DataFrame, records: int) -> int:
+    """Run a small batch's one Spark job (decode, transform, checks, row hash and schedule,
+    to Arrow: `collect_rows`) over ``records`` copies of ``sample``'s records (Spark's Kafka
+    columns), and discard what it collects: nothing is written, no lease is taken, no
+    offset is read into the checkpoint. Returns how many records ran through it (0: the
+    sample was empty).
+
+    Why: the JVM compiles that path's hot code (Kafka records to rows, the JSON parse, the
+    transform, Arrow) only after it has run it for a while. A long-running stream's first
+    batches ran 3-5 times slower than later ones of the same size, and the records arriving
+    meanwhile made the next batches longer: a transient of ~30 s, a slow machine's p99
+    (docs/streams.md "Speed of the long-running mode")."""
+    kept = sample.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    try:
+        count = kept.count()
+        if not count:
+            return 0
+        copies = -(-records // count)
+        batch_records = kept.crossJoin(spark.range(copies).withColumnRenamed("id", "_wl_copy")).drop("_wl_copy")
+        held_log = TableLog.open(spec.held_path)
+        frames = batch_output(spec, source, batch_records)
+        try:
+            batch = _prepare(spark, spec, frames.output, held_log, held_log.held_state(spec.feed))
+            tags, later = _tags(batch, compile_tiers(spark, spec, batch.rows.select(batch.payload), batch.schema))
+            collect_rows(spec, batch.rows, tags, later, frames.unparsed)
+            return copies * count
+        finally:
+            frames.close()
+    finally:
+        kept.unpersist()
+
+
 def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int,
                   clock: Clock, lease: Lease, bound: int | None) -> StreamBatchResult:
     app = stream_app(source)
@@ -312,4 +344,4 @@ def _moved(new: HeldState, old: HeldState) -> bool:
     return (new.event_w, new.sources) != (old.event_w, old.sources)
 
 
-__all__ = ["BATCH_PARAMETER", "applied_batch", "batches_in_log", "ingest_batch", "stream_app"]
+__all__ = ["BATCH_PARAMETER", "applied_batch", "batches_in_log", "ingest_batch", "stream_app", "warm_up"]
