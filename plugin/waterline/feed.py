@@ -288,9 +288,8 @@ class Feed:
             raise WaterlineError(f"stream: trigger_seconds must be > 0, got {trigger_seconds}")
         if warm_up_records is not None and warm_up_records < 0:
             raise WaterlineError(f"stream: warm_up_records must be >= 0, got {warm_up_records}")
-        extra = {} if warm_up_records is None else {"warm_up_records": warm_up_records}
         return _spark_room().stream(self.spark, self.spec, once=once, trigger_seconds=trigger_seconds,
-                                    clock=self.clock, stop=stop, on_batch=on_batch, **extra)
+                                    clock=self.clock, stop=stop, on_batch=on_batch, warm_up_records=warm_up_records)
 
     def backfill(self, first: str, last: str, *, progress: bool | Callable[[IngestResult], None] = True
                  ) -> list[IngestResult]:

@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from waterline.engine.spark.functions import register_functions
-from waterline.engine.spark.spark_errors import hint, spark_message
+from waterline.engine.spark.spark_errors import first_line, hint
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
@@ -63,7 +63,7 @@ def read_output_and_unparsed(spark: SparkSession, spec: FeedSpec,
             out = spark.sql(sql)
         except Exception as exc:  # Spark's analysis errors span many lines; keep the first
             raise WaterlineError(
-                f"feed {spec.feed}: partition {partition}: transform: {_first_line(exc)}{hint(exc)}") from exc
+                f"feed {spec.feed}: partition {partition}: transform: {first_line(exc)}{hint(exc)}") from exc
     bad = None
     for part in unparsed:
         bad = part if bad is None else bad.unionByName(part)
@@ -75,7 +75,7 @@ def read_output_and_unparsed(spark: SparkSession, spec: FeedSpec,
             raise
         except Exception as exc:  # the user's own code: name it, keep its message
             raise WaterlineError(
-                f"feed {spec.feed}: partition {partition}: job {spec.job}: {_first_line(exc)}{hint(exc)}") from exc
+                f"feed {spec.feed}: partition {partition}: job {spec.job}: {first_line(exc)}{hint(exc)}") from exc
     return out, bad
 
 
@@ -119,18 +119,10 @@ def _read_source(spark, spec, name, source, partition, *, missing_ok: bool):
             reader = reader.schema(schema)
         return reader.load(path)
     except Exception as exc:
-        raise WaterlineError(f"feed {spec.feed}: source {name}: cannot read {path}: {_first_line(exc)}") from exc
+        raise WaterlineError(f"feed {spec.feed}: source {name}: cannot read {path}: {first_line(exc)}") from exc
 
 
 def _keeps_unparsed(source) -> bool:
     """A text source read in PERMISSIVE mode: its reader keeps what it cannot parse in `CORRUPT`."""
     mode = str((source.options or {}).get("mode", "PERMISSIVE")).upper()
     return source.format in _TEXT_FORMATS and mode == "PERMISSIVE"
-
-
-def _first_line(exc: BaseException) -> str:
-    spark = spark_message(exc)
-    if spark is not None:
-        return spark
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

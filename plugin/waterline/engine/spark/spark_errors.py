@@ -68,6 +68,15 @@ def spark_message(exc: BaseException) -> str | None:
     return line
 
 
+def first_line(exc: BaseException) -> str:
+    """`spark_message` for a Spark error; otherwise the exception's type and the first line of its text."""
+    spark = spark_message(exc)
+    if spark is not None:
+        return spark
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
 def hint(exc: BaseException) -> str:
     """``; hint: ...`` for a known condition (also a sub-condition such as X.WITH_SUGGESTION), else ''."""
     cond = condition(exc) or ""

@@ -37,7 +37,7 @@ from waterline.engine.log.status import read_feed_status
 from waterline.engine.log.stream_offsets import batch_bound
 from waterline.engine.spark.local_frames import limited_to, local_rows
 from waterline.engine.spark.release import release
-from waterline.engine.spark.spark_errors import spark_message
+from waterline.engine.spark.spark_errors import first_line, spark_message
 from waterline.engine.spark.stream_ingest import batches_in_log, ingest_batch
 from waterline.engine.spark.stream_ingest import warm_up as warm_up_batch
 from waterline.engine.spark.stream_source import read_once, read_stream
@@ -108,13 +108,15 @@ class BatchSink:
 def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: float = 1.0,
         clock: Clock | None = None, stop: threading.Event | None = None,
         on_batch: Callable[[StreamBatchResult], None] | None = None,
-        warm_up_records: int = WARM_UP_RECORDS) -> StreamRun:
+        warm_up_records: int | None = None) -> StreamRun:
     """Stream every Kafka source of ``spec`` into held (see the module).
 
     Over Spark Connect the batches run in the server's Python worker (which must import
     waterline: `waterline spark start` starts one that can); this process then releases
     the tiers itself when a batch made some due, learns each batch from the commit it made
-    (`batches_in_log`), and calls ``on_batch`` as it learns them."""
+    (`batches_in_log`), and calls ``on_batch`` as it learns them. A long-running run first
+    warms each source's batch job (`warm_up`; ``warm_up_records`` None: `WARM_UP_RECORDS`,
+    0: no warm-up)."""
     if not spec.is_stream:
         raise WaterlineError(f"feed {spec.feed}: no Kafka source: `waterline ingest` reads its partitions")
     clock = clock or SystemClock()
@@ -139,6 +141,7 @@ def run(spark: SparkSession, spec: FeedSpec, *, once: bool, trigger_seconds: flo
                 raise
         return apply
 
+    warm_up_records = WARM_UP_RECORDS if warm_up_records is None else warm_up_records
     if not once and warm_up_records > 0:
         for source in spec.sources:
             warm_up(spark, spec, source, warm_up_records)
@@ -222,8 +225,7 @@ def warm_up(spark: SparkSession, spec: FeedSpec, source: str, records: int) -> i
         sample = read_once(spark, spec, source, starting="earliest").limit(WARM_UP_SAMPLE)
         ran = warm_up_batch(spark, spec, source, sample, records)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        log.warning("feed %s: source %s: warm-up skipped: %s", spec.feed, source, spark_message(exc) or first)
+        log.warning("feed %s: source %s: warm-up skipped: %s", spec.feed, source, first_line(exc))
         return 0
     log.info("feed %s: source %s: warm-up ran %d records through a batch's job in %.1f s",
              spec.feed, source, ran, time.monotonic() - started)
