@@ -36,7 +36,7 @@ PATH_PLACEHOLDERS = {
 }
 
 #: Default `release_lead_seconds`: a Dagster run's launch plus a JVM start took up to
-#: ~30 s on a 2-core machine (docs/benchmarks.md, release latency), plus a margin.
+#: ~30 s on a 2-core machine (docs/benchmarks-history.md, release latency before pre-staging), plus a margin.
 DEFAULT_LEAD_SECONDS = 45
 
 

@@ -3,7 +3,7 @@
 Spark's Delta append carrying a transaction id (``waterline.seq``, the fence
 that makes a replayed or stale append skip) first computes the held table's
 whole state to look that id up: three Spark jobs before every ingest's write,
-about 0.4 s (docs/benchmarks.md). So, as releases do, an ingest has Spark write
+about 0.4 s (docs/benchmarks-history.md, 2026-11-25). So, as releases do, an ingest has Spark write
 the versions as Parquet files under ``<held>/wl-staged/<token>/data/``, which
 no reader sees, and commits them itself: the add actions with statistics from
 the files' footers (for the columns the held table keeps statistics for), the
