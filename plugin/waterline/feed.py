@@ -39,9 +39,10 @@ from waterline.engine.log.spark_config import SessionConfig, SparkSettings, chec
 from waterline.engine.log.status import read_feed_status, waterline_history
 from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
-from waterline.policy import check_policy_columns, compile_policy
+from waterline.policy import compile_policy
 from waterline.spec import FeedSpec, load_spec
 from waterline.spec.columns import output_columns
+from waterline.spec.output_checks import check_policies
 
 if TYPE_CHECKING:  # the Spark room's types, for annotations only: importing it loads pyspark
     from pyspark.sql import SparkSession
@@ -164,11 +165,10 @@ class Feed:
         them, and against a partition's real output with ``partition`` (starts Spark).
         """
         tiers = {self._tier(tier): self.spec.tiers[tier]} if tier else dict(self.spec.tiers)
-        plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
         known = output_columns(self.spec)
+        check_policies(self.spec, known)  # as the spec loader does: names, and types where known
+        plans = {name: compile_policy(policy, tier=name) for name, policy in tiers.items()}
         if known.names is not None:
-            for name, policy in tiers.items():
-                check_policy_columns(policy, known.names, tier=name)
             checked, complete = f"columns checked against {known.source}", True
         else:
             checked, complete = f"columns not checked: {known.source}", False
@@ -181,7 +181,11 @@ class Feed:
 
     def status(self) -> FeedStatus:
         """Per tier: W_T, lag behind the trusted clock, pending versions, next due moment, hold
-        (the numbers `waterline status` prints), from the Delta logs alone."""
+        (the numbers `waterline status` prints), from the Delta logs alone.
+
+        A feed with no table yet (nothing ingested, or the spec's warehouse is not the feed's)
+        is no error here: its status has ``exists=False`` and no tier due, so the Dagster
+        sensor and the Airflow trigger wait on a new feed instead of failing; the CLI refuses it."""
         return read_feed_status(self.spec, clock=self.clock)
 
     def due(self) -> DueMoments:

@@ -1,8 +1,10 @@
 """The `waterline` command: plan, ingest, backfill, release, status, hold/resume, gc, demo.
 
-Every error is one line on stderr and a non-zero exit (2: the input is at fault; 75,
-``EX_TEMPFAIL``: the feed was busy or a commit lost a race, run it again later; 1:
-anything else); `--verbose` adds the traceback.
+Every error is one line on stderr and a non-zero exit (2: the input is at fault, a spec
+mistake `plan` refuses before any JVM, or `status` of a warehouse holding no table of the
+feed; 75, ``EX_TEMPFAIL``: the feed was busy or a commit lost a race, run it again later;
+3: `audit` could not prove every release on time; 1: anything else); `--verbose` adds
+the traceback.
 """
 
 from __future__ import annotations

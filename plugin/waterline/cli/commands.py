@@ -134,8 +134,15 @@ def _parsed(parse, text: str, option: str, **kwargs):
 @click.argument("spec")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(spec: str, as_json: bool) -> None:
-    """Per tier: W_T, lag behind the clock, pending versions, next due time, hold. No Spark."""
-    state = _feed(spec).status()
+    """Per tier: W_T, lag behind the clock, pending versions, next due time, hold. No Spark.
+
+    A warehouse holding no table of the feed (nothing ingested yet, or the spec's warehouse
+    is not where the feed lives) is refused, exit 2, rather than shown as an empty feed."""
+    feed = _feed(spec)
+    state = feed.status()
+    if not state.exists:
+        raise WaterlineError(f"feed {feed.name}: no feed at {feed.spec.feed_dir} (no held table, no tier table): "
+                             "nothing was ingested yet, or the spec's warehouse is not where the feed lives")
     click.echo(json.dumps(state.to_dict(), indent=2) if as_json else render.status_table(state))
 
 

@@ -28,7 +28,7 @@ from waterline.dagster.proof_check import (
 from waterline.dagster.maintenance import build_maintain_job, build_maintain_schedule
 from waterline.dagster.sensors import build_release_sensor, release_job_name
 from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource, default_resource, from_pyspark_resource
-from waterline.dagster.translator import AUDIT_REPORT, HELD, WaterlineTranslator
+from waterline.dagster.translator import HELD, WaterlineTranslator
 from waterline.errors import WaterlineError
 from waterline.feed import SessionConfig
 from waterline.spec import FeedSpec
@@ -84,9 +84,6 @@ def definitions_from_specs(
 
     assets, checks, jobs, sensors, schedules = [], [], [], [], []
     for spec in specs:
-        for taken in sorted({HELD, AUDIT_REPORT} & set(spec.tiers)):
-            raise WaterlineError(f"feed {spec.feed}: tiers.{taken}: the name is taken by the asset "
-                                 f"{translator.get_asset_key(spec, taken).to_user_string()}; rename the tier")
         held = build_held_asset(spec, translator, resource_key=RESOURCE_KEY)
         tiers = build_tier_assets(spec, translator, resource_key=RESOURCE_KEY)
         report = build_audit_report_asset(spec, translator, resource_key=RESOURCE_KEY)

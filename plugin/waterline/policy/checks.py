@@ -41,13 +41,13 @@ def obvious_type(node: exp.Expr, columns: Mapping[str, str] | None) -> str | Non
     if isinstance(node, _BOOLEAN_NODES):
         return "boolean"
     if isinstance(node, exp.Cast):  # TryCast is a Cast
-        return node.to.sql(dialect="spark").lower()
+        return normal_type(node.to.sql(dialect="spark"))
     if isinstance(node, exp.Column):
         if columns is None or len(node.parts) != 1:
             return None
         lowered = {k.lower(): v for k, v in columns.items()}
         kind = lowered.get(node.name.lower())
-        return kind.lower() if kind else None
+        return normal_type(kind) if kind else None
     if isinstance(node, (exp.Add, exp.Sub)):
         left, right = obvious_type(node.this, columns), obvious_type(node.expression, columns)
         if right == "interval" and left == "timestamp" or left == "interval" and right == "timestamp":
@@ -65,6 +65,46 @@ def obvious_type(node: exp.Expr, columns: Mapping[str, str] | None) -> str | Non
         for kind, names in _FUNCTION_TYPES.items():
             if name in names:
                 return kind
+    return None
+
+
+def normal_type(kind: str) -> str:
+    """A Spark type name as Spark's ``simpleString`` spells it, lowercase: what Spark's analyzer
+    (the ``typer``) answers, so a type written in a schema or a CAST compares equal to it.
+    ``TIMESTAMP_LTZ`` is ``timestamp``; ``VARCHAR(n)`` and ``CHAR(n)`` are read as ``string``."""
+    kind = " ".join(str(kind).split()).lower()
+    if kind == "timestamp_ltz":
+        return "timestamp"
+    if kind.startswith(("varchar(", "char(")) or kind in ("varchar", "char", "text"):
+        return "string"
+    return kind
+
+
+#: Types a bound may be built on with interval arithmetic (a date or a timestamp; event_time
+#: text is parsed at ingest, so its column is a timestamp by the time policies run).
+_TIME_TYPES = ("timestamp", "timestamp_ntz", "date")
+
+
+def non_time_operand(node: exp.Expr, columns: Mapping[str, str] | None) -> tuple[exp.Expr, str] | None:
+    """In a bound built as ``x + INTERVAL ...`` (or ``-``, nested), the operand ``x`` whose
+    type is known and is not a date or time, with that type; None when there is none.
+
+    ``symbol + INTERVAL 15 MINUTES`` over a STRING ``symbol`` is the case: Spark would try to
+    read the text as a timestamp (NULL, or an error under ANSI), and the row would never be
+    released, so it is refused where the column's type is known without Spark."""
+    if isinstance(node, exp.Paren):
+        return non_time_operand(node.this, columns)
+    if not isinstance(node, (exp.Add, exp.Sub)):
+        return None
+    left, right = node.this, node.expression
+    for operand, other in ((left, right), (right, left)):
+        if obvious_type(other, columns) != "interval":
+            continue
+        kind = obvious_type(operand, columns)
+        if kind is None:
+            return non_time_operand(operand, columns)
+        if kind not in (*_TIME_TYPES, "interval", *_ACCEPTED_AS_NULL):
+            return operand, kind
     return None
 
 
@@ -100,13 +140,20 @@ def _display(kind: str) -> str:
 
 def check_bound(node: exp.Expr, columns: Mapping[str, str] | None, typer: Typer | None) -> None:
     """Reject a bound (the side compared with WATERLINE()) that is not a TIMESTAMP."""
+    operand = non_time_operand(node, columns)
+    if operand is not None:
+        inner, kind = operand
+        column = f"column {inner.name}" if isinstance(inner, exp.Column) else fragment(inner)
+        raise PolicyError(f"WATERLINE() is compared with {fragment(node)}, which adds an interval to {column} "
+                          f"({_display(kind)}), not to a date or TIMESTAMP: build the bound on a time column "
+                          f"(convert it in the transform, e.g. CAST({inner.sql(dialect='spark')} AS TIMESTAMP))")
     kind = obvious_type(node, columns)
     if kind is None and typer is not None:
         kind = _typed(node, typer)
     if kind is None or kind == "timestamp" or kind in _ACCEPTED_AS_NULL:
         return
     text = fragment(node)
-    if kind == "string":
+    if kind == "string" and not isinstance(node, exp.Column):  # a text literal: TIMESTAMP '...'
         hint = f"write a TIMESTAMP, e.g. TIMESTAMP {text[1:-1]} or CAST({text[1:-1]} AS TIMESTAMP)"
     elif _numeric(kind):
         inner = text[1:-1]

@@ -5,7 +5,9 @@ Everything here works on the sqlglot tree; nothing starts Spark.
 
 from __future__ import annotations
 
+import datetime
 import logging
+import re
 from typing import Mapping
 
 import sqlglot
@@ -86,10 +88,8 @@ def parse_policy(sql: str) -> exp.Expr:
     sqlglot_logger.setLevel(logging.CRITICAL)
     try:
         tree = sqlglot.parse_one(sql, read="spark", into=exp.Condition)
-    except ParseError as err:
-        raise PolicyError(_syntax_message(sql, err)) from None
-    except TokenError as err:
-        raise PolicyError(f"syntax error: {_first_line(err)} in policy {quote(sql)}") from None
+    except (ParseError, TokenError) as err:
+        raise PolicyError(syntax_message(sql, err)) from None
     finally:
         sqlglot_logger.setLevel(previous_level)
     if tree is None or isinstance(tree, exp.Block):
@@ -144,7 +144,11 @@ def _first_line(err: Exception) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-def _syntax_message(sql: str, err: ParseError) -> str:
+def syntax_message(sql: str, err: ParseError | TokenError, what: str = "policy") -> str:
+    """sqlglot's parse error as one line: where, the fragment it stopped at, and the SQL
+    (``what``: "policy", "transform"), quoted."""
+    if isinstance(err, TokenError):
+        return f"syntax error: {_first_line(err)} in {what} {quote(sql)}"
     details = err.errors[0] if getattr(err, "errors", None) else {}
     near = (details.get("highlight") or "").strip()
     where = ""
@@ -152,7 +156,7 @@ def _syntax_message(sql: str, err: ParseError) -> str:
         where = f" at line {details['line']}, column {details['col']}"
     description = details.get("description") or _first_line(err)
     near_text = f" near {quote(near)}" if near else ""
-    return f"syntax error{where}{near_text}: {description}; in policy {quote(sql)}"
+    return f"syntax error{where}{near_text}: {description}; in {what} {quote(sql)}"
 
 
 def validate(tree: exp.Expr, columns: Mapping[str, str] | None = None) -> None:
@@ -173,9 +177,35 @@ def validate(tree: exp.Expr, columns: Mapping[str, str] | None = None) -> None:
             )
         if isinstance(node, (exp.Query, exp.Subquery)):
             raise PolicyError(f"subqueries are not allowed in a policy: {fragment(node)}")
+        impossible = _impossible_time_literal(node)
+        if impossible:
+            raise PolicyError(f"impossible date or time {quote(node.this.name)} in the policy: {impossible}")
         if known is not None and isinstance(node, exp.Column) and not _column_known(node, known):
             listing = ", ".join(sorted(columns)) if columns else "none"
             raise PolicyError(f"unknown column {fragment(node)} (the feed's columns: {listing})")
+
+
+_TIME_TYPES = frozenset({"date", "timestamp", "timestamp_ntz", "timestamp_ltz"})
+_DATE_TIME_TEXT = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2}))?)?")
+
+
+def _impossible_time_literal(node: exp.Expr) -> str | None:
+    """Why a DATE or TIMESTAMP literal (``TIMESTAMP '2026-02-30 00:00'``, or a CAST of text)
+    names no real day or time, or None. Spark refuses such a literal when the policy runs, or,
+    cast without ANSI, reads NULL: a row never released. Years outside 1-9999 are Spark's to judge."""
+    if not (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string):
+        return None
+    if node.to.sql(dialect="spark").lower() not in _TIME_TYPES:
+        return None
+    match = _DATE_TIME_TEXT.match(node.this.name)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(part) if part else 0 for part in match.groups())
+    try:
+        datetime.datetime(year, month, day, hour, minute, second)
+    except ValueError as err:
+        return str(err)
+    return None
 
 
 def _is_nondeterministic(node: exp.Expr, known: set[str] | None) -> bool:

@@ -1,54 +1,85 @@
-"""The feed's output columns as far as they can be known without Spark.
+"""The feed's output columns, and their types, as far as they can be known without Spark.
 
-`waterline plan` checks that policies name only columns the feed produces. The
-names are certain when the transform's select list names every column (no
-``*``), or, with no transform and no job, when the single source declares a DDL
-``schema``. Anything else (``SELECT *``, a Python job, inferred source columns)
-is known only when Spark reads the data: the caller says so and offers the
-check against the real output (`waterline plan SPEC --partition KEY`).
+`waterline plan` and every spec load check the key, the event time and the policies
+against them. The names are certain when the transform's select list names every column
+(no ``*``), or, with no transform and no job, when the single source declares a DDL
+``schema``. Anything else (``SELECT *``, a Python job, inferred source columns) is known
+only when Spark reads the data: the caller says so and offers the check against the real
+output (`waterline plan SPEC --partition KEY`).
+
+A column's type is known when the schema declares it, or when its select item shows it
+without Spark: a CAST, a literal, a well-known function, or a column of the one view the
+transform reads when that view's source declares a schema. Unknown types are ``""``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
 
-from waterline.spec.model import FeedSpec
+from waterline.policy.checks import normal_type, obvious_type
+from waterline.spec.model import DEFAULT_SOURCE, FeedSpec
+from waterline.spec.transform_sql import parse_transform
 
 
 @dataclass(frozen=True)
 class OutputColumns:
-    """``names`` (None when unknown) and ``source``: where they come from, or why unknown."""
+    """``names`` (None when unknown), ``source``: where they come from, or why unknown, and
+    ``types``: column -> Spark type as Spark's ``simpleString`` spells it (``""``: not known)."""
 
     names: tuple[str, ...] | None
     source: str
+    types: Mapping[str, str] = field(default_factory=dict)
+
+    def type_of(self, column: str) -> str:
+        """The type of ``column`` (matched as Spark matches names: case-insensitively), or ``""``."""
+        lowered = {name.lower(): kind for name, kind in self.types.items()}
+        return lowered.get(column.lower(), "")
+
+    def has(self, column: str) -> bool:
+        return self.names is not None and column.lower() in {name.lower() for name in self.names}
 
 
 def output_columns(spec: FeedSpec) -> OutputColumns:
     if spec.job:
         return OutputColumns(None, f"the job {spec.job} builds the output")
+    views = _view_types(spec)
     if spec.transform:
-        return _from_select_list(spec.transform)
-    if len(spec.sources) == 1:
-        source = next(iter(spec.sources.values()))
-        schema = (source.options or {}).get("schema")
-        if schema:
-            names = _ddl_names(str(schema))
-            if names:
-                return OutputColumns(tuple(names), "the source's declared schema")
+        return _from_select_list(spec.transform, views)
+    if len(spec.sources) == 1 and DEFAULT_SOURCE in views:
+        declared = views[DEFAULT_SOURCE]
+        return OutputColumns(tuple(declared), "the source's declared schema", declared)
     return OutputColumns(None, "the source columns are inferred when Spark reads them")
 
 
-def _from_select_list(sql: str) -> OutputColumns:
-    import sqlglot
+def _view_types(spec: FeedSpec) -> dict[str, dict[str, str]]:
+    """View name -> {column: type} for each source declaring a DDL ``schema`` (the view
+    ``source`` too, when it is the only source)."""
+    views = {}
+    for name, source in spec.sources.items():
+        schema = (source.options or {}).get("schema")
+        columns = ddl_columns(str(schema)) if schema else {}
+        if columns:
+            views[name] = columns
+    if len(spec.sources) == 1 and views:
+        views[DEFAULT_SOURCE] = next(iter(views.values()))
+    return views
+
+
+def _from_select_list(sql: str, views: Mapping[str, Mapping[str, str]]) -> OutputColumns:
     from sqlglot import exp
 
     try:
-        tree = sqlglot.parse_one(sql.replace("{partition}", "p"), read="spark")
-    except Exception:  # Spark reports the transform's own syntax errors, with their position, at ingest
+        tree = parse_transform(sql)
+    except ValueError:  # the spec loader refuses it, naming the fragment; here it only means "unknown"
         return OutputColumns(None, "the transform could not be read without Spark")
+    while isinstance(tree, exp.SetOperation):  # a UNION's columns are named by its first query
+        tree = tree.this
     if not isinstance(tree, exp.Select):
         return OutputColumns(None, "the transform is not a single SELECT")
-    names = []
+    read = _view_read(tree, views)
+    names, types = [], {}
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             return OutputColumns(None, "the transform selects *")
@@ -56,13 +87,28 @@ def _from_select_list(sql: str) -> OutputColumns:
         if not name:
             return OutputColumns(None, f"the transform's select item {item.sql(dialect='spark')} has no name")
         names.append(name)
-    return OutputColumns(tuple(names), "the transform's select list")
+        value = item.this if isinstance(item, exp.Alias) else item
+        types[name] = obvious_type(value, read) or ""
+    return OutputColumns(tuple(names), "the transform's select list", types)
 
 
-def _ddl_names(ddl: str) -> list[str]:
-    """Column names of a DDL schema string (``a INT, b STRUCT<x: INT, y: STRING>, `c d` STRING``)."""
-    names, depth, start = [], 0, 0
-    parts = []
+def _view_read(tree, views: Mapping[str, Mapping[str, str]]) -> Mapping[str, str] | None:
+    """The column types of the one view a SELECT reads (FROM a single view, no join), else None:
+    an unqualified column then names that view's column."""
+    source = tree.args.get("from_") or tree.args.get("from")
+    table = getattr(source, "this", None)
+    if tree.args.get("joins") or table is None or table.key != "table" or table.db:
+        return None
+    return views.get(table.name)
+
+
+_COLUMN_OPTIONS = re.compile(r"\s+(NOT\s+NULL|COMMENT\s|DEFAULT\s|GENERATED\s).*$", re.IGNORECASE | re.DOTALL)
+
+
+def ddl_columns(ddl: str) -> dict[str, str]:
+    """Column name -> type of a DDL schema string (``a INT, b STRUCT<x: INT>, `c d` STRING``),
+    types normalised as Spark spells them (``""`` where the text is no type sqlglot reads)."""
+    columns, depth, start, parts = {}, 0, 0, []
     for i, ch in enumerate(ddl):
         if ch in "<(":
             depth += 1
@@ -78,7 +124,24 @@ def _ddl_names(ddl: str) -> list[str]:
             continue
         if part.startswith("`"):
             end = part.find("`", 1)
-            names.append(part[1:end])
+            name, rest = part[1:end], part[end + 1:]
         else:
-            names.append(part.split()[0].rstrip(":"))
-    return names
+            name, _, rest = part.partition(" ")
+            if name.endswith(":") or ":" not in name:
+                name = name.rstrip(":")
+            else:  # `a:INT`
+                name, _, head = name.partition(":")
+                rest = f"{head} {rest}"
+        columns[name] = _spark_type(_COLUMN_OPTIONS.sub("", rest.strip().lstrip(":").strip()))
+    return columns
+
+
+def _spark_type(text: str) -> str:
+    from sqlglot import exp
+
+    if not text:
+        return ""
+    try:
+        return normal_type(exp.DataType.build(text, dialect="spark").sql(dialect="spark"))
+    except Exception:  # a type sqlglot does not know: Spark will say, at ingest
+        return ""

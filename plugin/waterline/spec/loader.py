@@ -12,10 +12,8 @@ from typing import Any, Iterable, Mapping
 import pendulum
 import yaml
 
-from waterline.errors import SpecError, WaterlineError
-from waterline.policy import check_policy_columns, compile_policy
+from waterline.errors import SpecError
 from waterline.spec.checker import JOB_PATTERN, SpecChecker, describe
-from waterline.spec.columns import output_columns
 from waterline.spec.model import DEFAULT_LEAD_SECONDS, LATE_POLICIES, FeedSpec
 from waterline.spec.schema import REQUIRED_KEYS, TOP_LEVEL_KEYS
 from waterline.spec.sections import (
@@ -26,7 +24,9 @@ from waterline.spec.sections import (
     parse_tiers,
     parse_warehouse,
     parse_waterline,
+    reserved_tier_problem,
 )
+from waterline.spec.output_checks import check_output, check_policies, check_transform
 from waterline.spec.spark import parse_spark
 from waterline.spec.stream_sql import row_wise_problem
 
@@ -57,6 +57,7 @@ def spec_from_dict(
     transform = data.get("transform")
     if transform is not None:
         transform = check.text(transform, "transform").strip()
+        check_transform(check, transform)
     job = data.get("job")
     if job is not None:
         job = check.text(job, "job").strip()
@@ -98,7 +99,7 @@ def spec_from_dict(
 
     partition_by, remove_when = _stream_keys(check, data, sources, transform, job)
 
-    return FeedSpec(
+    spec = FeedSpec(
         feed=feed,
         warehouse=parse_warehouse(check, data["warehouse"], base),
         sources=sources,
@@ -123,6 +124,9 @@ def spec_from_dict(
         spec_file=spec_file,
         base_dir=base,
     )
+    # What can be checked against the output without Spark: the same refusals for every adapter.
+    check_policies(spec, check_output(check, spec))
+    return spec
 
 
 def _stream_keys(check: SpecChecker, data: Mapping, sources: Mapping, transform: str | None,
@@ -155,6 +159,23 @@ def _stream_keys(check: SpecChecker, data: Mapping, sources: Mapping, transform:
     return partition_by, remove_when
 
 
+class _SpecYamlLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a date-like scalar naming no real date or time
+    (``2026-02-30``, ``2026-01-05 25:00``) stays the string it is. PyYAML's own constructor
+    raises a bare ValueError there, naming neither the file nor the key; kept as text, the
+    key's own check refuses it in one line naming the key."""
+
+
+def _lenient_timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode):
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_SpecYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
+
+
 def load_spec(
     path: str | Path, *, base_dir: str | Path | None = None, overrides: Mapping[str, Any] | None = None
 ) -> FeedSpec:
@@ -172,7 +193,7 @@ def load_spec(
     except OSError as exc:
         raise SpecError(f"{origin}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SpecYamlLoader)  # noqa: S506 (a SafeLoader, see below)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(yaml)"
@@ -210,7 +231,8 @@ def load_feed_specs(
     What the orchestrator factories (Dagster definitions, Airflow DAGs) take. Each
     tier's policy is compiled here, and checked against the output's columns when
     the spec names them (`check_policies`): a bad policy fails the code location or
-    DAG file when it loads, not every run after it."""
+    DAG file when it loads, not every run after it (a spec loaded from YAML or a dict was
+    checked then; a FeedSpec built directly is checked here)."""
     if isinstance(paths_or_specs, (str, Path, FeedSpec)):
         paths_or_specs = [paths_or_specs]
     specs = [s if isinstance(s, FeedSpec) else load_spec(s, base_dir=base_dir) for s in paths_or_specs]
@@ -219,22 +241,12 @@ def load_feed_specs(
         if spec.feed in seen:
             raise SpecError(f"feed {spec.feed} is defined twice ({seen[spec.feed]} and {spec.origin})")
         seen[spec.feed] = spec.origin
+        for tier in spec.tiers:  # a FeedSpec built directly skipped the loader's check of names
+            taken = reserved_tier_problem(tier)
+            if taken:
+                raise SpecError(f"{spec.origin}: tiers.{tier}: {taken}")
         check_policies(spec)
     return specs
-
-
-def check_policies(spec: FeedSpec) -> None:
-    """Compile every tier's policy (pure Python, no Spark) and, when the transform's select
-    list or the declared schema names the output's columns, refuse a policy naming another
-    column: `waterline plan`'s checks. Raises a one-line PolicyError naming spec and tier."""
-    known = output_columns(spec).names
-    for tier, policy in spec.tiers.items():
-        try:
-            compile_policy(policy, tier=tier)
-            if known is not None:
-                check_policy_columns(policy, known, tier=tier)
-        except WaterlineError as exc:
-            raise type(exc)(f"{spec.origin}: {exc}") from None
 
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -27,6 +27,27 @@ from waterline.spec.model import (
 )
 from waterline.spec.partitions import PARTITION_KINDS, PartitionScheme, normalise_time_key
 
+#: Names a tier cannot take: each already names a table of the feed (``<warehouse>/<feed>/held``,
+#: ``.../quarantine``: `Feed.table_summary` and `waterline maintain` take a tier name or these)
+#: or an asset beside the tiers' (``[feed, "held"]``, ``[feed, "audit_report"]`` in Dagster,
+#: ``<feed>/held`` in Airflow). One rule, refused when any adapter loads the spec.
+RESERVED_TIER_NAMES = {
+    "held": "the feed's held table (and its Dagster and Airflow asset)",
+    "quarantine": "the feed's quarantine table",
+    "audit_report": "the feed's audit report asset in Dagster",
+}
+
+
+def reserved_tier_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a tier (it is a system table's or asset's), or None."""
+    if name.lower().startswith("_wl"):
+        return ("names starting with _wl are reserved for waterline's own tables (<feed>/_wl_proofs, "
+                "_wl_stream, _wl_lease) and columns; rename the tier")
+    if name.lower() in RESERVED_TIER_NAMES:
+        return f"{name!r} names {RESERVED_TIER_NAMES[name.lower()]}; rename the tier"
+    return None
+
+
 def parse_partitions(check: SpecChecker, value: Any) -> PartitionScheme:
     value = check.mapping(value, "partitions", "one of {daily: {start: ...}}, {hourly: {start: ...}}, {static: [...]}")
     check.only_keys(value, PARTITION_KINDS, "partitions")
@@ -39,6 +60,8 @@ def parse_partitions(check: SpecChecker, value: Any) -> PartitionScheme:
             check.fail(path, f"expected a non-empty list of partition values, got {describe(body)}")
         values = []
         for i, item in enumerate(body):
+            if isinstance(item, date) and not isinstance(item, datetime):  # YAML reads 2026-01-05 as a date
+                item = item.isoformat()
             if isinstance(item, bool) or not isinstance(item, (str, int)):
                 check.fail(f"{path}[{i}]", f"expected a string, got {describe(item)}")
             item = str(item)
@@ -216,6 +239,9 @@ def parse_tiers(check: SpecChecker, value: Any) -> dict[str, str]:
         check.fail("tiers", "expected at least one tier")
     tiers = {}
     for name, policy in value.items():
+        taken = reserved_tier_problem(name) if isinstance(name, str) else None
+        if taken:
+            check.fail(f"tiers.{name}", taken)
         check.name(name, f"tiers.{name}", "tier")
         if isinstance(policy, bool):  # unquoted TRUE/FALSE in YAML is a boolean
             policy = "TRUE" if policy else "FALSE"

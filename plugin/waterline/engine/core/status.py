@@ -35,6 +35,10 @@ class FeedStatus:
     release_w_us: int  # the W a release now would use
     event_w_us: int | None
     tiers: dict[str, TierStatus] = field(default_factory=dict)
+    # Whether the warehouse holds any table of the feed (held or a tier). False for a feed that
+    # has not ingested yet, or a spec pointing at the wrong warehouse: the sensor and trigger
+    # see nothing due and wait; `waterline status` refuses, saying so.
+    exists: bool = True
 
     @property
     def due(self) -> bool:

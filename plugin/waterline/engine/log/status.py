@@ -24,8 +24,11 @@ def read_feed_status(spec: FeedSpec, *, clock: Clock | None = None) -> FeedStatu
     held = held_log.held_state(spec.feed)
     w_release = target_waterline(spec, held, now, None)
     tiers = {}
+    exists = held_log.exists
     for tier in spec.tiers:
-        t = TableLog.open(spec.tier_path(tier)).tier_state()
+        tier_log = TableLog.open(spec.tier_path(tier))
+        exists = exists or tier_log.exists
+        t = tier_log.tier_state()
         since = held_log.states_since(after_seq=t.seq) if held.seq > t.seq else []
         # GC and other commits repeat the held state; only ingest commits add versions.
         ingests = [s for s in since if s.op == "ingest"]
@@ -43,7 +46,7 @@ def read_feed_status(spec: FeedSpec, *, clock: Clock | None = None) -> FeedStatu
             due=due,
         )
     return FeedStatus(feed=spec.feed, now_us=now, seq=held.seq, release_w_us=w_release,
-                      event_w_us=held.event_w, tiers=tiers)
+                      event_w_us=held.event_w, tiers=tiers, exists=exists)
 
 
 def waterline_history(spec: FeedSpec, tier: str) -> WaterlineHistory:

@@ -43,6 +43,9 @@ def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame,
     errors name the tier."""
     register_functions(spark, *spec.tiers.values())  # adds the calendars the policies name
     columns = {f.name: f.dataType.simpleString() for f in (schema or df.schema).fields if not C.is_system(f.name)}
+    for name, kind in columns.items():  # event_time text is parsed at ingest: policies see a TIMESTAMP
+        if name.lower() == spec.event_time.lower() and kind in ("string", "timestamp_ntz"):
+            columns[name] = "timestamp"
     typer = spark_typer(spark, df)
     return {
         tier: compile_policy(policy, tier=tier, columns=columns, typer=typer)
