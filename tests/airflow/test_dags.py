@@ -89,7 +89,7 @@ def test_a_bad_spec_is_the_dag_files_import_error_naming_the_key_at_fault(tmp_pa
     assert bag.dag_ids == []
     (error,) = bag.import_errors.values()
     last = error.strip().splitlines()[-1]
-    assert "tier emb" in last and "embargo_until = WATERLINE()" in last, error[-2000:]
+    assert "tiers.emb" in last and "embargo_until = WATERLINE()" in last, error[-2000:]
 
 
 @pytest.mark.parametrize(("kind", "start", "end"), [("daily", "2026-01-05", "2026-01-08"),

@@ -101,7 +101,7 @@ def test_a_transform_failing_on_bad_data_is_one_line_naming_feed_partition_and_s
 def test_plan_refuses_a_column_the_select_list_does_not_produce(tmp_path):
     spec = write_spec(tmp_path, tiers={"rt": "TRUE", "bad": "nope_column <= WATERLINE()"})
     line = one_line(run("plan", str(spec)))
-    assert line.startswith("error: tier bad: unknown column \"nope_column\""), line
+    assert line.startswith(f"error: spec {spec}: tiers.bad: unknown column \"nope_column\""), line
     assert "event_time" in line  # the known columns are listed
 
 
@@ -123,3 +123,58 @@ def test_plan_checks_a_declared_schema_without_a_transform(tmp_path):
     proc = run("plan", str(spec))
     assert proc.returncode == 0, proc.stderr
     assert "columns checked against the source's declared schema" in proc.stdout
+
+
+# Spec mistakes `plan` refuses from the spec alone: one line naming the key, exit 2, no JVM.
+PLAN_REFUSALS = [
+    ({"key": ["ident"]},
+     "key[0]: column 'ident' is not in the feed's output (the transform's select list names: "
+     "id, event_time, status, embargo_until, v)"),
+    ({"transform": None, "event_time": "ts"},
+     "event_time: column 'ts' is not in the feed's output (the source's declared schema names: "
+     "id, event_time, status, embargo_until, v)"),
+    ({"transform": "SELECT id, event_time, v FROM source WHERE (v > 1"},
+     'transform: syntax error at line 1, column 49 near "1": Expecting ); '
+     'in transform "SELECT id, event_time, v FROM source WHERE (v > 1"'),
+    ({"tiers": {"rt": "TRUE", "late": "status + INTERVAL 15 MINUTES <= WATERLINE()"}},
+     "tiers.late: WATERLINE() is compared with \"status + INTERVAL '15' MINUTES\", which adds an interval to "
+     "column status (STRING), not to a date or TIMESTAMP: build the bound on a time column (convert it in the "
+     "transform, e.g. CAST(status AS TIMESTAMP))"),
+    ({"partitions": {"daily": {"start": "2026-02-30"}}},
+     "partitions.daily.start: '2026-02-30' is not a real date or hour"),
+    ({"tiers": {"rt": "TRUE", "quarantine": "TRUE"}},
+     "tiers.quarantine: 'quarantine' names the feed's quarantine table; rename the tier"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "reason"), PLAN_REFUSALS, ids=[r.split(":")[0] for _, r in PLAN_REFUSALS])
+def test_plan_refuses_each_spec_mistake_in_one_line_before_any_jvm(fake_java, tmp_path, overrides, reason):
+    spec = write_spec(tmp_path, **overrides)
+    if "partitions" in overrides:  # as a person writes it: an unquoted date, which YAML cannot make a date of
+        spec.write_text(spec.read_text().replace("'2026-02-30'", "2026-02-30"))
+    line = one_line(run("plan", str(spec), env=fake_java["env"]))
+    assert line == f"error: spec {spec}: {reason}"
+    assert not fake_java["marker"].exists(), "a JVM was started before the spec was refused"
+
+
+def test_status_of_a_warehouse_without_the_feed_says_so_exit_2(fake_java, tmp_path):
+    spec = write_spec(tmp_path)
+    (tmp_path / "wh").mkdir()
+    for args in (("status", str(spec)), ("status", str(spec), "--json")):
+        line = one_line(run(*args, env=fake_java["env"]))
+        assert line == (f"error: feed f: no feed at {tmp_path / 'wh' / 'f'} (no held table, no tier table): nothing "
+                        "was ingested yet, or the spec's warehouse is not where the feed lives")
+    assert not fake_java["marker"].exists()
+
+
+def test_a_feed_not_ingested_yet_has_a_status_marked_as_not_existing(tmp_path):
+    """The Python face does not refuse: the Dagster sensor and the Airflow trigger poll a new feed
+    before its first ingest, and must see nothing due rather than fail."""
+    import waterline
+
+    feed = waterline.load(write_spec(tmp_path))
+    status = feed.status()
+    assert status.exists is False and status.to_dict()["exists"] is False
+    assert not status.due and all(tier.w_us is None for tier in status.tiers.values())
+    assert feed.due().run_for_us is None
+    assert not feed.spark_started

@@ -51,7 +51,7 @@ def spec_with(tmp_path: Path, old: str, new: str, name: str = "spec.yaml") -> Pa
 def test_bad_policy_is_one_line_naming_tier_and_fragment(tmp_path, policy, quoted):
     spec = spec_with(tmp_path, 'realtime: "TRUE"', f'realtime: "{policy}"')
     line = assert_one_line_error(waterline("plan", str(spec)))
-    assert line.startswith("error: tier realtime: ")
+    assert line.startswith(f"error: spec {spec}: tiers.realtime: ")  # the spec key at fault, as every spec error
     assert quoted in line
     assert waterline("plan", str(spec)).returncode == 2
 

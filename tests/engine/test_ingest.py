@@ -79,7 +79,9 @@ def test_schema_drift_is_a_clear_error_and_changes_nothing(spark, tmp_path):
 
 
 def test_bad_policy_names_the_tier(spark, tmp_path):
-    spec = make_spec(tmp_path, {"bad": "no_such_column <= WATERLINE()"})
+    # SELECT *: the output's columns are unknown until Spark reads them, so the spec loads and
+    # ingest is where the policy meets them (a select list naming them is refused at load)
+    spec = make_spec(tmp_path, {"bad": "no_such_column <= WATERLINE()"}, transform="SELECT * FROM source")
     write_partition(tmp_path, "a", [_row(1)])
     with pytest.raises(WaterlineError, match="bad"):
         _feed(spark, spec).ingest("a")

@@ -108,9 +108,13 @@ _COLUMN_OPTIONS = re.compile(r"\s+(NOT\s+NULL|COMMENT\s|DEFAULT\s|GENERATED\s).*
 def ddl_columns(ddl: str) -> dict[str, str]:
     """Column name -> type of a DDL schema string (``a INT, b STRUCT<x: INT>, `c d` STRING``),
     types normalised as Spark spells them (``""`` where the text is no type sqlglot reads)."""
-    columns, depth, start, parts = {}, 0, 0, []
+    columns, depth, start, parts, quote = {}, 0, 0, [], None
     for i, ch in enumerate(ddl):
-        if ch in "<(":
+        if quote is not None:  # a comma in a quoted COMMENT or a `quoted name` splits nothing
+            quote = None if ch == quote else quote
+        elif ch in "'`\"":
+            quote = ch
+        elif ch in "<(":
             depth += 1
         elif ch in ">)":
             depth -= 1
