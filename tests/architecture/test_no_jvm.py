@@ -122,6 +122,7 @@ FEED_METHODS = textwrap.dedent("""
         "rows": {tier: feed.read(tier).num_rows for tier in feed.tiers},
         "rows_as_of": {tier: feed.read(tier, as_of=sys.argv[2]).num_rows for tier in feed.tiers},
         "status": {name: [format_instant(tier.w_us), tier.pending] for name, tier in status.tiers.items()},
+        "exists": status.exists,
         "due_type": type(due).__name__,
         "spark_started": feed.spark_started,
     }
@@ -136,5 +137,6 @@ def test_feed_jvm_free_methods_load_no_pyspark(released_feed, tmp_path):
     assert result["plan"] == ["delayed_15m", "realtime"]
     assert result["rows"] == result["rows_as_of"] == EXPECTED_ROWS
     assert result["status"] == {"realtime": [RELEASED_AT, 0], "delayed_15m": [RELEASED_AT, 1]}
+    assert result["exists"] is True
     assert result["due_type"] == "DueMoments"
     assert result["spark_started"] is False

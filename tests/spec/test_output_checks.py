@@ -76,6 +76,17 @@ def test_columns_unknown_without_spark_or_matching_load(tmp_path, overrides):
     spec_from_dict(ticks(tmp_path, **overrides), spec_file="ticks.yaml")
 
 
+def test_a_struct_column_as_key_is_checked_by_its_name(tmp_path):
+    # keys are top-level columns (a struct-typed one included); a struct's field is no key column
+    source = {"format": "json", "path": "x/{partition}",
+              "options": {"schema": "k STRUCT<venue: STRING, id: BIGINT>, ts TIMESTAMP"}}
+    data = ticks(tmp_path, source=source, transform="SELECT k, ts AS event_time FROM source", key=["k"])
+    assert output_columns(spec_from_dict(data)).type_of("k") == "struct<venue: string, id: bigint>"
+    assert refused({**data, "key": ["id"]}, SpecError) == (
+        "spec ticks.yaml: key[0]: column 'id' is not in the feed's output (the transform's select list names: "
+        "k, event_time)")
+
+
 def test_output_columns_and_types_known_without_spark(tmp_path):
     spec = spec_from_dict(ticks(tmp_path, transform="SELECT symbol, seq + 1 AS seq, CAST(price AS DECIMAL(38, 2)) "
                                                     "AS price, ts AS event_time, s.x AS x FROM source"))
@@ -107,6 +118,18 @@ def test_ddl_columns_read_names_and_types_as_spark_spells_them():
 ])
 def test_a_transform_that_does_not_parse_is_refused_quoting_where(tmp_path, transform, expected):
     assert refused(ticks(tmp_path, transform=transform), SpecError) == expected
+
+
+def test_spark_syntax_sqlglot_does_not_read_is_not_refused(tmp_path):
+    # Spark 4's VARIANT path: sqlglot's Spark dialect cannot parse it, Spark runs it; the
+    # transform loads, its columns unknown until Spark reads them
+    transform = "SELECT symbol, seq, parse_json(note):ts::timestamp AS event_time FROM source"
+    spec = spec_from_dict(ticks(tmp_path, transform=transform, key=["anything"]))
+    assert output_columns(spec).source == ("the transform uses Spark syntax sqlglot does not read "
+                                           "(a VARIANT path, `column:field`)")
+    # a colon inside text is no VARIANT path: the missing parenthesis is still refused
+    assert refused(ticks(tmp_path, transform="SELECT 'a:b' AS x, symbol FROM source WHERE (seq > 1"),
+                   SpecError).startswith("spec ticks.yaml: transform: syntax error at line 1")
 
 
 def test_a_partition_placeholder_parses(tmp_path):

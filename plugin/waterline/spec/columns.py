@@ -20,7 +20,7 @@ from typing import Mapping
 
 from waterline.policy.checks import normal_type, obvious_type
 from waterline.spec.model import DEFAULT_SOURCE, FeedSpec
-from waterline.spec.transform_sql import parse_transform
+from waterline.spec.transform_sql import UnreadTransform, parse_transform
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,8 @@ def _from_select_list(sql: str, views: Mapping[str, Mapping[str, str]]) -> Outpu
 
     try:
         tree = parse_transform(sql)
+    except UnreadTransform as exc:
+        return OutputColumns(None, str(exc))
     except ValueError:  # the spec loader refuses it, naming the fragment; here it only means "unknown"
         return OutputColumns(None, "the transform could not be read without Spark")
     while isinstance(tree, exp.SetOperation):  # a UNION's columns are named by its first query

@@ -13,9 +13,32 @@ import logging
 _PLACEHOLDER_STAND_IN = "p"
 
 
+class UnreadTransform(ValueError):
+    """A transform sqlglot cannot parse but Spark may run: its columns are unknown, it is not refused."""
+
+
+def _beyond_sqlglot(text: str) -> str | None:
+    """The Spark syntax in ``text`` that sqlglot's Spark dialect is known not to read, or None.
+
+    Spark 4's VARIANT path (``v:price``, ``parse_json(raw):a.b``) is one: refusing such a
+    transform would refuse a valid feed, so a parse error there means "not known without
+    Spark" (Spark reports a real mistake, with its position, at ingest)."""
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = Spark().tokenize(text)
+    except Exception:  # a text the tokenizer refuses is a syntax error, reported as such
+        return None
+    if any(token.token_type == TokenType.COLON for token in tokens):
+        return "a VARIANT path, `column:field`"
+    return None
+
+
 def parse_transform(sql: str):
     """The sqlglot tree of ``sql`` (one Spark SQL statement; ``{partition}`` allowed), or a
-    ValueError whose text is one line quoting the fragment at fault."""
+    ValueError whose text is one line quoting the fragment at fault; `UnreadTransform` (a
+    ValueError too) when sqlglot cannot read Spark syntax the transform uses."""
     import sqlglot
     from sqlglot.errors import ParseError, TokenError
 
@@ -28,6 +51,8 @@ def parse_transform(sql: str):
     try:
         trees = [tree for tree in sqlglot.parse(text, read="spark") if tree is not None]
     except (ParseError, TokenError) as err:
+        if _beyond_sqlglot(text):
+            raise UnreadTransform(f"the transform uses Spark syntax sqlglot does not read ({_beyond_sqlglot(text)})") from None
         raise ValueError(syntax_message(sql, err, "transform")) from None
     finally:
         sqlglot_logger.setLevel(previous_level)
