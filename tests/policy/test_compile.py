@@ -209,6 +209,15 @@ REJECTIONS = [
     ("status AND event_time <= WATERLINE()", "boolean condition", "status"),
     ("nope <= WATERLINE()", "unknown column", "nope"),
     ("event_time <= WATERLINE() AND Nope.x = 1", "unknown column", "Nope.x"),
+    # a bound that adds an interval to a column known not to be a time names the column and its type
+    ("status + INTERVAL 15 MINUTES <= WATERLINE()", "adds an interval to column status (STRING)",
+     "status + INTERVAL '15' MINUTES"),
+    ("WATERLINE() < (n - INTERVAL 1 DAY) + INTERVAL 2 HOURS", "adds an interval to column n (BIGINT)",
+     "CAST(n AS TIMESTAMP)"),
+    ("status <= WATERLINE()", "which is STRING, not TIMESTAMP", "CAST(status AS TIMESTAMP)"),
+    # an impossible DATE or TIMESTAMP literal, found before Spark reads it
+    ("TIMESTAMP '2026-02-30 10:00:00' <= WATERLINE()", "impossible date or time", "day is out of range for month"),
+    ("event_time <= WATERLINE() AND WATERLINE() < DATE '2026-13-01'", "impossible date or time", "2026-13-01"),
 ]
 
 
@@ -222,6 +231,14 @@ def test_rejections_are_one_line_and_quote_the_fragment(sql, reason, quoted):
     assert message.startswith("tier t: ")
     assert reason.lower() in message.lower(), message
     assert quoted in message, message
+
+
+def test_interval_bounds_on_time_or_unknown_columns_and_spark_type_spellings_compile():
+    columns = {**COLUMNS, "d": "date", "ntz": "TIMESTAMP_NTZ", "ltz": "TIMESTAMP_LTZ", "unknown": ""}
+    for sql in ("event_time + INTERVAL 15 MINUTES <= WATERLINE()", "d + INTERVAL 1 DAY <= WATERLINE()",
+                "ntz - INTERVAL 1 HOUR <= WATERLINE()", "ltz <= WATERLINE()", "unknown + INTERVAL 1 DAY <= WATERLINE()",
+                "CAST(status AS TIMESTAMP_LTZ) <= WATERLINE()", "TIMESTAMP '2024-02-29 23:59:59' <= WATERLINE()"):
+        compile_policy(sql, columns=columns)
 
 
 def test_non_string_policy_is_a_policy_error():
