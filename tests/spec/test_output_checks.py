@@ -95,6 +95,9 @@ def test_output_columns_and_types_known_without_spark(tmp_path):
     assert dict(known.types) == {"symbol": "string", "seq": "numeric", "price": "decimal(38, 2)",
                                  "event_time": "timestamp", "x": ""}
     assert output_columns(spec_from_dict(ticks(tmp_path, transform="SELECT * FROM source"))).names is None
+    # a CTE may shadow the source's name: its columns' types are then not the schema's
+    shadowed = "WITH source AS (SELECT symbol, seq, CAST(price AS STRING) AS price, ts FROM source) " + SELECT
+    assert output_columns(spec_from_dict(ticks(tmp_path, transform=shadowed))).type_of("price") == ""
 
 
 def test_ddl_columns_read_names_and_types_as_spark_spells_them():

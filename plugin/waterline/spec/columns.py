@@ -96,10 +96,13 @@ def _from_select_list(sql: str, views: Mapping[str, Mapping[str, str]]) -> Outpu
 
 def _view_read(tree, views: Mapping[str, Mapping[str, str]]) -> Mapping[str, str] | None:
     """The column types of the one view a SELECT reads (FROM a single view, no join), else None:
-    an unqualified column then names that view's column."""
+    an unqualified column then names that view's column. A CTE (which may shadow a view's
+    name) or a LATERAL VIEW (which adds columns) leaves the types unknown."""
+    if any(tree.args.get(key) for key in ("joins", "laterals", "with_", "with")):
+        return None
     source = tree.args.get("from_") or tree.args.get("from")
     table = getattr(source, "this", None)
-    if tree.args.get("joins") or table is None or table.key != "table" or table.db:
+    if table is None or table.key != "table" or table.db:
         return None
     return views.get(table.name)
 
