@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from waterline.errors import WaterlineError
-from waterline.policy import Bound, Branch, PolicyError, ReleasePlan, compile_policy, plan_from_spec_tiers
+from waterline.policy import (
+    Bound, Branch, PolicyError, ReleasePlan, compile_policy, plan_from_spec_tiers, single_interval_sql, tau_sql,
+)
 from waterline.semantics import NEG_INF, POS_INF
 
 COLUMNS = {"event_time": "timestamp", "embargo_until": "timestamp", "status": "string", "n": "bigint",
@@ -149,9 +151,9 @@ def test_typer_rejects_non_timestamp_bounds_and_non_boolean_conditions():
 def test_sentinels_match_semantics():
     # The plan's minus/plus infinity are the oracle's: an unbounded interval, and the takeover of
     # a row never visible.
-    _, start, end = compile_policy("TRUE").single_interval_sql()
+    _, start, end = single_interval_sql(compile_policy("TRUE"))
     assert (start, end) == (str(NEG_INF), str(POS_INF))
-    assert compile_policy("FALSE").tau_sql() == str(NEG_INF)
+    assert tau_sql(compile_policy("FALSE")) == str(NEG_INF)
 
 
 # --- rejections ----------------------------------------------------------------------------

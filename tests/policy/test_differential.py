@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tests.policy import grammar
 from waterline.engine.core import columns as C
 from waterline.engine.spark.schedule import last_boundary_sql, schedule_columns, stored_vis_sql
-from waterline.policy import PolicyError, compile_policy
+from waterline.policy import PolicyError, compile_policy, tau_sql, vis_sql
 
 pytestmark = pytest.mark.spark
 
@@ -66,7 +66,7 @@ def _evaluate(frame, plans):
     The Ws are the grid plus ±1µs around every finite endpoint of that row's vis.
     """
     with_vis = frame.selectExpr(
-        "*", *(f"{plan.vis_sql()} AS vis_{k}" for k, (_, plan) in enumerate(plans))
+        "*", *(f"{vis_sql(plan)} AS vis_{k}" for k, (_, plan) in enumerate(plans))
     )
     outputs = ["id"]
     for k, (policy, plan) in enumerate(plans):
@@ -77,7 +77,7 @@ def _evaluate(frame, plans):
         got = f"exists(vis_{k}, _wl_v -> _wl_w >= _wl_v.`start` AND _wl_w < _wl_v.`end`)"
         want = f"coalesce(({_with_waterline(policy, '_wl_w')}), false)"
         outputs += [
-            f"vis_{k}", f"{plan.tau_sql(f'vis_{k}')} AS tau_{k}",
+            f"vis_{k}", f"{tau_sql(plan, f'vis_{k}')} AS tau_{k}",
             f"size(grid) + size({endpoints}) AS cases_{k}",
             f"size(filter(concat(grid, {endpoints}), _wl_w -> ({got}) <> ({want}))) AS bad_{k}",
         ]
@@ -94,9 +94,9 @@ def _check_held_encoding(frame, plans):
     held = held.withColumns(later) if later else held
     checks = []
     for t, plan in tiers.items():
-        want_vis = f"({plan.vis_sql()})"
+        want_vis = f"({vis_sql(plan)})"
         checks.append(
-            f"coalesce(({stored_vis_sql(t)}) = {want_vis} AND {C.tau(t)} = ({plan.tau_sql()}) "
+            f"coalesce(({stored_vis_sql(t)}) = {want_vis} AND {C.tau(t)} = ({tau_sql(plan)}) "
             f"AND {C.last(t)} = ({last_boundary_sql(want_vis)}), false) AS ok_{t}"
         )
     for row in held.selectExpr("id", *checks).collect():

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.policy import grammar
-from waterline.policy import PolicyError, ReleasePlan, compile_policy
+from waterline.policy import PolicyError, ReleasePlan, compile_policy, describe_plan, plan_to_json, tau_sql, vis_sql
 
 TOKENS = [
     "WATERLINE()", "waterline", "WATERLINE(", "(", ")", ",", "AND", "OR", "NOT", "BETWEEN", "IN", "IS",
@@ -33,8 +33,8 @@ def _compile_only_plan_or_policy_error(sql: str, **kwargs) -> None:
         return
     assert isinstance(plan, ReleasePlan)
     # Rendering must not fail for anything that compiled.
-    assert plan.vis_sql() and plan.tau_sql() and plan.describe()
-    assert plan.to_json()["policy"] == plan.policy
+    assert vis_sql(plan) and tau_sql(plan) and describe_plan(plan)
+    assert plan_to_json(plan)["policy"] == plan.policy
 
 
 @settings(max_examples=300, deadline=None)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from waterline.policy import PolicyError, compile_policy
+from waterline.policy import PolicyError, compile_policy, describe_plan, plan_to_json, tau_sql, vis_sql
 
 NEG_INF, POS_INF = -(2**63), 2**63 - 1
 T0 = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
@@ -22,15 +22,15 @@ def test_describe_reads_like_a_plan():
         " OR (event_time < WATERLINE() AND embargo_until <= WATERLINE() AND WATERLINE() <= embargo_until + INTERVAL 1 DAY)",
         tier="mixed",
     )
-    text = plan.describe()
+    text = describe_plan(plan)
     assert text.splitlines()[:2] == ["branch 1", "  guard: status = 'final'"]
     assert "branch 3" in text and "greatest of" in text and "(exclusive: +1µs)" in text
     assert "end: embargo_until + INTERVAL '1' DAY  (inclusive: +1µs)" in text
-    assert "never visible" in compile_policy("FALSE").describe()
+    assert "never visible" in describe_plan(compile_policy("FALSE"))
 
 
 def test_to_json_is_json():
-    data = compile_policy("WATERLINE() BETWEEN event_time AND embargo_until", tier="t").to_json()
+    data = plan_to_json(compile_policy("WATERLINE() BETWEEN event_time AND embargo_until", tier="t"))
     assert json.loads(json.dumps(data)) == data
     assert data["branches"] == [{"guard": None, "lowers": [{"expr": "event_time", "strict": False}],
                                  "uppers": [{"expr": "embargo_until", "strict": False}]}]
@@ -50,7 +50,7 @@ def _evaluate(spark, policy, rows):
     ]
     frame = spark.sql(" UNION ALL ".join(selects))
     result = []
-    for row in frame.selectExpr(f"{plan.vis_sql()} AS vis", f"{plan.tau_sql()} AS tau").collect():
+    for row in frame.selectExpr(f"{vis_sql(plan)} AS vis", f"{tau_sql(plan)} AS tau").collect():
         result.append(([(i["start"], i["end"]) for i in row["vis"]], row["tau"]))
     return result
 

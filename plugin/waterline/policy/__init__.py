@@ -3,7 +3,7 @@
 A policy is a Spark SQL boolean expression over the feed's columns and the
 marker ``WATERLINE()``. :func:`compile_policy` removes the marker and yields a
 :class:`ReleasePlan`: guarded branches of bounds whose Spark SQL rendering
-(``vis_sql``/``tau_sql``) gives each row's visibility intervals in µs.
+(`vis_sql`/`tau_sql`, the render pass) gives each row's visibility intervals in µs.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from typing import Callable, Iterable, Mapping
 from waterline.policy.normalize import MAX_BRANCHES, to_branches
 from waterline.policy.parse import parse_policy, quote, validate
 from waterline.policy.plan import Bound, Branch, PolicyError, ReleasePlan
+from waterline.policy.render import describe_plan, plan_to_json, single_interval_sql, tau_sql, vis_sql
 
 __all__ = [
     "MAX_BRANCHES", "Bound", "Branch", "PolicyError", "ReleasePlan",
-    "check_policy_columns", "compile_policy", "plan_from_spec_tiers",
+    "check_policy_columns", "compile_policy", "describe_plan", "plan_from_spec_tiers", "plan_to_json",
+    "single_interval_sql", "tau_sql", "vis_sql",
 ]
 
 

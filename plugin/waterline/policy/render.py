@@ -1,4 +1,6 @@
-"""Render a release plan as Spark SQL, and as text/JSON for ``waterline plan``.
+"""Render a release plan as Spark SQL, and as text/JSON for ``waterline plan``: the last
+pass over a plan (parse -> normalize -> plan -> render). The engine calls `vis_sql`,
+`tau_sql` and `single_interval_sql`; `describe_plan` and `plan_to_json` serve ``plan``.
 
 Spark SQL notes that shape this file:
 * ``greatest``/``least`` skip NULLs, so NULL bounds are tested explicitly first.
@@ -10,13 +12,11 @@ Spark SQL notes that shape this file:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from waterline.policy.plan import Bound, Branch, ReleasePlan
 from waterline.semantics import NEG_INF as _NEG_INF
 from waterline.semantics import POS_INF as _POS_INF
-
-if TYPE_CHECKING:
-    from waterline.policy.plan import Bound, Branch, ReleasePlan
 
 INTERVAL_TYPE = "STRUCT<`start`: BIGINT, `end`: BIGINT>"
 VIS_TYPE = f"ARRAY<{INTERVAL_TYPE}>"
@@ -29,12 +29,12 @@ def _micros_plus_one(expr: str) -> str:
     return f"(least(unix_micros({expr}), {_POS_INF - 1}) + 1)"
 
 
-def _start(bound: "Bound") -> str:
+def _start(bound: Bound) -> str:
     # L < W starts one µs after L.
     return _micros_plus_one(bound.expr) if bound.strict else f"unix_micros({bound.expr})"
 
 
-def _end(bound: "Bound") -> str:
+def _end(bound: Bound) -> str:
     # W <= U ends (exclusively) one µs after U.
     return f"unix_micros({bound.expr})" if bound.strict else _micros_plus_one(bound.expr)
 
@@ -47,7 +47,7 @@ def _combine(function: str, parts: Sequence[str], default: str) -> str:
     return f"{function}({', '.join(parts)})"
 
 
-def render_interval(branch: "Branch") -> tuple[str, str, str]:
+def render_interval(branch: Branch) -> tuple[str, str, str]:
     """Spark SQL ``(condition, start, end)`` of one branch: visible for W in [start, end)
     when ``condition`` is TRUE (``start``/``end`` are BIGINT µs, non-NULL when it is)."""
     start = _combine("greatest", [_start(b) for b in branch.lowers], _NEG_INF_SQL)
@@ -62,26 +62,26 @@ def render_interval(branch: "Branch") -> tuple[str, str, str]:
     return (" AND ".join(conditions) if conditions else "TRUE"), start, end
 
 
-def render_branch(branch: "Branch") -> str:
+def render_branch(branch: Branch) -> str:
     """Spark SQL STRUCT<start, end> for one branch, NULL when its guard or a bound fails."""
     condition, start, end = render_interval(branch)
     interval = f"named_struct('start', {start}, 'end', {end})"
     return interval if condition == "TRUE" else f"CASE WHEN {condition} THEN {interval} END"
 
 
-def render_non_empty(branch: "Branch") -> str:
+def render_non_empty(branch: Branch) -> str:
     """Spark SQL BOOLEAN: the branch's interval exists and is not empty."""
     condition, start, end = render_interval(branch)
     return f"({condition}) AND ({start}) < ({end})"
 
 
-def _non_empty_intervals(branches: Sequence["Branch"]) -> str:
+def _non_empty_intervals(branches: Sequence[Branch]) -> str:
     items = ", ".join(render_branch(b) for b in branches)
     # NULL elements fail the predicate too, so they are dropped with the empty ones.
     return f"filter(array({items}), _wl_i -> _wl_i.`start` < _wl_i.`end`)"
 
 
-def _single_interval(branch: "Branch") -> str:
+def _single_interval(branch: Branch) -> str:
     """A one-branch policy's visibility without lambdas (Spark interprets those row by row)."""
     _, start, end = render_interval(branch)
     return (
@@ -90,7 +90,7 @@ def _single_interval(branch: "Branch") -> str:
     )
 
 
-def render_vis(branches: Sequence["Branch"]) -> str:
+def render_vis(branches: Sequence[Branch]) -> str:
     """Spark SQL ARRAY<STRUCT<start, end>>: sorted, disjoint, merged µs intervals."""
     if not branches:
         return _EMPTY_VIS
@@ -116,7 +116,7 @@ def render_vis(branches: Sequence["Branch"]) -> str:
     return f"aggregate({sorted_intervals}, {zero}, {merge}, {finish})"
 
 
-def render_tau(branches: Sequence["Branch"], vis: str | None = None) -> str:
+def render_tau(branches: Sequence[Branch], vis: str | None = None) -> str:
     """Spark SQL BIGINT: earliest visible instant, NEG_INF when never visible."""
     if vis is None:
         if not branches:
@@ -129,13 +129,38 @@ def render_tau(branches: Sequence["Branch"], vis: str | None = None) -> str:
     return f"coalesce(array_min(transform({vis}, _wl_i -> _wl_i.`start`)), {_NEG_INF_SQL})"
 
 
-def _bound_text(bound: "Bound", lower: bool) -> str:
+def vis_sql(plan: ReleasePlan) -> str:
+    """Spark SQL of type ``ARRAY<STRUCT<start: BIGINT, end: BIGINT>>``: the plan's visibility
+    as sorted, disjoint, merged half-open intervals in µs; an empty array when no W makes
+    the policy TRUE."""
+    return render_vis(plan.branches)
+
+
+def tau_sql(plan: ReleasePlan, vis: str | None = None) -> str:
+    """Spark SQL BIGINT: the earliest start of ``vis``, or NEG_INF when it is empty.
+
+    ``vis`` may name a column (or expression) already holding `vis_sql`, so the bounds
+    are not evaluated twice."""
+    return render_tau(plan.branches, vis)
+
+
+def single_interval_sql(plan: ReleasePlan) -> tuple[str, str, str] | None:
+    """For a one-branch plan, Spark SQL ``(non_empty, start, end)``: the row is visible for
+    W in [start, end) when ``non_empty`` is TRUE, and never otherwise. None for other plans
+    (their visibility needs `vis_sql`'s array)."""
+    if len(plan.branches) != 1:
+        return None
+    _, start, end = render_interval(plan.branches[0])
+    return render_non_empty(plan.branches[0]), start, end
+
+
+def _bound_text(bound: Bound, lower: bool) -> str:
     if lower:
         return f"{bound.expr}  ({'exclusive: +1µs' if bound.strict else 'inclusive'})"
     return f"{bound.expr}  ({'exclusive' if bound.strict else 'inclusive: +1µs'})"
 
 
-def _side(label: str, bounds: Sequence["Bound"], lower: bool, infinity: str) -> list[str]:
+def _side(label: str, bounds: Sequence[Bound], lower: bool, infinity: str) -> list[str]:
     if not bounds:
         return [f"  {label}: {infinity}"]
     if len(bounds) == 1:
@@ -144,7 +169,7 @@ def _side(label: str, bounds: Sequence["Bound"], lower: bool, infinity: str) -> 
     return [f"  {label}: {combiner} of"] + [f"    - {_bound_text(b, lower)}" for b in bounds]
 
 
-def describe_plan(plan: "ReleasePlan") -> str:
+def describe_plan(plan: ReleasePlan) -> str:
     """Readable branches, one block per branch; callers print the tier and policy above it."""
     if not plan.branches:
         return "never visible (no branch can be TRUE)"
@@ -157,10 +182,10 @@ def describe_plan(plan: "ReleasePlan") -> str:
     return "\n".join(lines)
 
 
-def plan_to_json(plan: "ReleasePlan") -> dict[str, Any]:
+def plan_to_json(plan: ReleasePlan) -> dict[str, Any]:
     """A JSON-ready dict: the policy, its branches, and the rendered Spark SQL."""
 
-    def bounds(items: Sequence["Bound"]) -> list[dict[str, Any]]:
+    def bounds(items: Sequence[Bound]) -> list[dict[str, Any]]:
         return [{"expr": b.expr, "strict": b.strict} for b in items]
 
     return {
@@ -170,6 +195,6 @@ def plan_to_json(plan: "ReleasePlan") -> dict[str, Any]:
             {"guard": b.guard, "lowers": bounds(b.lowers), "uppers": bounds(b.uppers)}
             for b in plan.branches
         ],
-        "vis_sql": plan.vis_sql(),
-        "tau_sql": plan.tau_sql(),
+        "vis_sql": vis_sql(plan),
+        "tau_sql": tau_sql(plan),
     }

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from waterline.clock import format_instant
-from waterline.policy import ReleasePlan
+from waterline.policy import ReleasePlan, describe_plan, plan_to_json
 
 
 class _Result:
@@ -158,14 +158,14 @@ class FeedPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """The plans as `waterline plan --json` prints them (tier -> branches)."""
-        return {name: plan.to_json() for name, plan in self.plans.items()}
+        return {name: plan_to_json(plan) for name, plan in self.plans.items()}
 
     def describe(self) -> str:
         """The plans as `waterline plan` prints them."""
         lines = []
         for name, plan in self.plans.items():
             lines.append(f"tier {name}: {self.policies[name]}")
-            lines += ["  " + line for line in plan.describe().splitlines()]
+            lines += ["  " + line for line in describe_plan(plan).splitlines()]
         lines.append(self.checked)
         return "\n".join(lines)
 

@@ -19,7 +19,7 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.results import TierAudit
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import compile_tiers
-from waterline.policy import ReleasePlan
+from waterline.policy import ReleasePlan, vis_sql
 from waterline.spec import FeedSpec
 
 _SAMPLE = 5
@@ -39,7 +39,7 @@ def audit_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, clock: Clock |
     # Policies compile in the session time zone (UTC), exactly as ingest compiles them.
     if plans is None:
         plans = compile_tiers(spark, spec, df.select(*payload))
-    vis = plans[tier].vis_sql()
+    vis = vis_sql(plans[tier])
     if w is None:
         visible = F.lit(False)  # nothing was released yet: any row is early
     else:

@@ -27,7 +27,7 @@ from waterline.engine.spark import observed
 from waterline.engine.spark.functions import FUNCTIONS
 from waterline.engine.spark.source import SOURCE_COLUMN
 from waterline.engine.spark.validate import REASON, check_duplicates
-from waterline.policy import ReleasePlan
+from waterline.policy import ReleasePlan, tau_sql
 from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
 
@@ -124,7 +124,7 @@ def _aggregates(spec: FeedSpec, schema: StructType, payload: Sequence[str], taus
 
 
 def _plan_taus(plans: Mapping[str, ReleasePlan]) -> list[str]:
-    return [plan.tau_sql() for plan in plans.values()]
+    return [tau_sql(plan) for plan in plans.values()]
 
 
 def profile(spec: FeedSpec, rows: DataFrame, payload: Sequence[str],
@@ -164,7 +164,7 @@ def profile_checking_duplicates(spec: FeedSpec, partition: str, rows: DataFrame,
     Raises the duplicate-key error like `check_duplicates`."""
     valid = rows.filter(F.col(REASON).isNull())
     # Spark refuses SQL functions (the wl_* calendar functions) inside observed metrics: two jobs then.
-    if any(_calls_sql_function(plan.tau_sql()) for plan in plans.values()):
+    if any(_calls_sql_function(tau_sql(plan)) for plan in plans.values()):
         result = profile(spec, rows, payload, plans)
         check_duplicates(spec, partition, valid)
         return result

@@ -32,7 +32,7 @@ from waterline.engine.delta.commit_record import CommitRecord, change_data_missi
 from waterline.engine.delta.kept_proofs import KeptProofs, kept_proofs_path
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.schedule import compile_tiers
-from waterline.policy import ReleasePlan
+from waterline.policy import ReleasePlan, vis_sql
 from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
 
@@ -112,7 +112,7 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *, from_u
         plans = compile_tiers(spark, spec, changes.select(*payload))
     at = spark.createDataFrame([(v, proofs[v].w_us, proofs[v].committed_us) for v in provable],
                                f"{_VERSION} BIGINT, {_W} BIGINT, {_AT} BIGINT")
-    dated = _with_due(changes.join(F.broadcast(at), on=_VERSION), plans[tier].vis_sql())
+    dated = _with_due(changes.join(F.broadcast(at), on=_VERSION), vis_sql(plans[tier]))
     released = F.col(_TYPE).isin(*_RELEASED)
     # committed_us is an exclusive upper bound: at or before due, the commit was certainly early
     breach = released & (F.col(_SHOWN).isNull() | (F.col(_AT) <= F.col(_SHOWN)))

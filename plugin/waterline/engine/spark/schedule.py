@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from waterline.engine.core import columns as C
 from waterline.engine.spark.functions import register_functions
 from waterline.errors import WaterlineError
-from waterline.policy import ReleasePlan, compile_policy
+from waterline.policy import ReleasePlan, compile_policy, single_interval_sql, vis_sql
 from waterline.policy.render import VIS_TYPE
 from waterline.semantics import NEG_INF, POS_INF
 from waterline.spec import FeedSpec
@@ -104,9 +104,9 @@ def schedule_columns(plans: Mapping[str, ReleasePlan]) -> tuple[dict[str, Column
     bounds: dict[str, Column] = {}
     later: dict[str, Column] = {}
     for tier, plan in plans.items():
-        single = plan.single_interval_sql()
+        single = single_interval_sql(plan)
         if single is None:
-            vis[C.vis(tier)] = F.expr(plan.vis_sql())
+            vis[C.vis(tier)] = F.expr(vis_sql(plan))
             tau, last = _array_takeover_and_last(C.vis(tier))
             later[C.tau(tier)], later[C.last(tier)] = F.expr(tau), F.expr(last)
         else:
