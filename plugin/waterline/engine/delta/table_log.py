@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -173,8 +173,10 @@ class TableLog:
     # -- history -------------------------------------------------------------------
 
     def history(self, depth: int = _HISTORY_DEPTH) -> list[dict[str, Any]]:
-        """The newest ``depth`` retained commits at or before this snapshot, newest first."""
+        """The newest ``depth`` retained commits at or before this snapshot, newest first
+        (none for an absent table: its history is complete, and empty)."""
         if self._table is None:
+            self._history_complete = True
             return []
         if len(self._history) < depth and not self._history_complete:
             newest = self._table.version()
@@ -187,6 +189,25 @@ class TableLog:
         """The commits to ``depth`` and whether they are the whole retained log."""
         commits = self.history(depth)
         return commits, self._history_complete and len(commits) <= depth
+
+    def _search(self, looking_for: str, first: int = _HISTORY_DEPTH) -> Iterator[list[dict[str, Any]]]:
+        """The newest commits, ever deeper (``first``, then ten times as many ...), for a search
+        that stops when it found what it looks for; it ends after the whole retained log was
+        read. The log has at most ``version + 1`` commits, so a depth past that reads it all;
+        a log that still reads as longer raises rather than search on (a reader answering
+        ``limit`` more commits than the table has versions would loop forever)."""
+        depth = first
+        while True:
+            commits, complete = self._deeper(depth)
+            yield commits
+            if complete:
+                return
+            if self._table is None or depth > self._table.version() + 1:
+                raise WaterlineError(
+                    f"table {self.path}: {looking_for}: read {len(commits)} commits of a log of "
+                    f"{self._table.version() + 1 if self._table is not None else 0} versions and it "
+                    "did not end; the table's log is not what its version says")
+            depth *= 10
 
     def waterline_states(self) -> list[tuple[int, dict[str, Any]]]:
         """``(version, state)`` of every retained waterline commit, oldest first."""
@@ -219,19 +240,17 @@ class TableLog:
             return None
         prop = self.property_state()
         committed = self.transaction_version(APP_COMMIT)
-        depth = _HISTORY_DEPTH
-        while True:
-            commits, complete = self._deeper(depth)
+        best: dict[str, Any] | None = prop
+        for commits in self._search("its waterline state"):
             found = next((s for c in commits if (s := parse_state(c.get("userMetadata"))) is not None), None)
             best = max([s for s in (found, prop) if s is not None], key=_number, default=None)
             if committed is None or (best is not None and _number(best) >= committed):
                 return best
-            if complete:  # the whole retained log read: the state is gone
-                raise WaterlineError(
-                    f"table {self.path}: waterline state lost (last waterline commit n={committed}, newest state "
-                    f"found n={None if best is None else _number(best)}); restore the table property {PROPERTY}"
-                )
-            depth *= 10
+        # the whole retained log read: the state is gone
+        raise WaterlineError(
+            f"table {self.path}: waterline state lost (last waterline commit n={committed}, newest state "
+            f"found n={None if best is None else _number(best)}); restore the table property {PROPERTY}"
+        )
 
     def tier_state(self) -> TierState:
         """The tier's state (the initial one for a tier never committed to).
@@ -275,9 +294,11 @@ class TableLog:
 
     def states_since(self, *, after_seq: int) -> list[HeldState]:
         """Held states of the newest commits whose ``seq > after_seq``, newest first."""
-        depth = _HISTORY_DEPTH
-        while True:
-            commits, complete = self._deeper(depth)
+        if self._table is None:  # no table yet: no state since anything
+            return []
+        found: list[HeldState] = []
+        # a long run of ingests since the last release: look further back
+        for commits in self._search(f"the held states after ingest sequence {after_seq}"):
             found = []
             for commit in commits:
                 raw = parse_state(commit.get("userMetadata"))
@@ -286,25 +307,22 @@ class TableLog:
                 if int(raw.get("seq") or 0) <= after_seq:
                     return found
                 found.append(HeldState.from_json(raw, where=f"table {self.path}"))
-            if complete:
-                return found
-            depth *= 10  # a long run of ingests since the last release: look further back
+        return found
 
     def rows_changed_by_others(self) -> bool:
         """Whether a commit another writer made after the newest waterline commit may have
         changed rows (a RESTORE, a DELETE or UPDATE by hand, a foreign append): commits that
         keep every row (OPTIMIZE, property changes, VACUUM's markers) do not count."""
-        depth = 4  # the newest commit is waterline's nearly always: read few commit files
-        while True:
-            commits, complete = self._deeper(depth)
+        if self._table is None:  # no table yet: nobody changed its rows
+            return False
+        # the newest commit is waterline's nearly always: read few commit files first
+        for commits in self._search("the newest waterline commit (rows changed by others?)", first=4):
             for commit in commits:
                 if parse_state(commit.get("userMetadata")) is not None:
                     return False
                 if commit.get("operation") not in ROW_PRESERVING:
                     return True
-            if complete:
-                return False
-            depth *= 10
+        return False
 
     def last_ingest_state(self, partition: str, *, depth: int = _HISTORY_DEPTH) -> HeldState | None:
         """The state of the newest ingest commit of ``partition`` among the last ``depth`` commits,
