@@ -33,7 +33,7 @@ from waterline.engine.core.results import (
     WaterlineHistory,
 )
 from waterline.engine.core.state import TierState
-from waterline.engine.core.status import FeedStatus
+from waterline.engine.core.status import FeedStatus, first_run_hint
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
 from waterline.engine.log.spark_config import SessionConfig, SparkSettings, check_master, check_remote
 from waterline.engine.log.status import read_feed_status, waterline_history
@@ -213,7 +213,7 @@ class Feed:
         else:
             log = TableLog.open(path)
         if not log.exists:
-            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: ingest a partition first")
+            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
         return log.to_arrow(columns)
 
     def changes(self, tier: str, since: int | None = None) -> pa.Table:
@@ -225,7 +225,7 @@ class Feed:
         path = self.tier_path(tier)
         log = TableLog.open(path)
         if not log.exists:
-            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: ingest a partition first")
+            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
         if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
             raise WaterlineError(f"feed {self.name}: changes since={since!r}: expected a table version (int >= 0)")
         start = 0 if since is None else since

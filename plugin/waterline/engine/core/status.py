@@ -47,3 +47,12 @@ class FeedStatus:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"due": self.due}
+
+
+def first_run_hint(spec: Any) -> str:
+    """What creates a feed's tables (``spec``: a `FeedSpec`): a stream feed's first batch,
+    a batch feed's first ingest. The end of an error about a table not there yet."""
+    if spec.is_stream:
+        where = spec.spec_file or "SPEC"
+        return f"run `waterline stream {where} --once` first (its first batch creates the tables)"
+    return "ingest a partition first"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from waterline.engine.core.state import TierState
+from waterline.engine.core.status import first_run_hint
 from waterline.engine.log.lease import feed_lease
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.commits import record_state
@@ -18,7 +19,7 @@ def set_hold(spark: SparkSession, spec: FeedSpec, tier: str, hold: bool) -> Tier
         raise WaterlineError(f"feed {spec.feed}: unknown tier {tier!r} (tiers: {', '.join(spec.tiers)})")
     path = spec.tier_path(tier)
     if not TableLog.open(path).exists:
-        raise WaterlineError(f"feed {spec.feed}: tier {tier} has no table yet at {path}: ingest a partition first")
+        raise WaterlineError(f"feed {spec.feed}: tier {tier} has no table yet at {path}: {first_run_hint(spec)}")
     with feed_lease(spec.feed_dir, feed=spec.feed):
         state = TableLog.open(path).tier_state()  # read again under the lease
         if state.hold == hold:

@@ -50,7 +50,8 @@ def direct_unsupported(held_log: TableLog, schema: StructType) -> str | None:
     (Spark's Delta writer must append them), or None."""
     reason = table_unsupported(held_log)
     if reason is not None:
-        warn_slow_path(held_log.path, reason)
+        if held_log.exists:  # a table that is not there yet is created, not "written by Spark"
+            warn_slow_path(held_log.path, reason)
         return reason
     held = {f.name: f.dataType.simpleString() for f in table_schema(held_log).fields}
     ours = {f.name: f.dataType.simpleString() for f in schema.fields}

@@ -71,7 +71,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
     tier_logs = {t: TableLog.open(spec.tier_path(t)) for t in (spec.tiers if tiers is None else tiers)}
     for tier, tier_log in tier_logs.items():
         unsupported = table_unsupported(tier_log)
-        if unsupported is not None:
+        if unsupported is not None and tier_log.exists:  # no table yet: the release creates it
             warn_slow_path(tier_log.path, unsupported)
         reason = unsupported or (None if change_feed_enabled(tier_log) else "no change data feed yet")
         if reason is not None:
