@@ -73,6 +73,35 @@ def test_kill_at_phase_boundary_then_rerun_converges(spark, tmp_path, reference,
     assert _tables(spark, tmp_path) == reference
 
 
+# A feed's first writes: the first ingest creates held (its first commit), then the tiers; the
+# first release commits to each. ``restart``: the step the next run starts at: the operator
+# re-runs the ingest, or (the held commit landed) goes straight on with the release, which
+# must then create the tiers the killed ingest did not.
+FIRST_WRITES = [
+    (0, faults.INGEST_BEFORE_COMMIT, 0),
+    (0, faults.INGEST_AFTER_COMMIT, 1),  # held created, no tier: the release creates them
+    (0, f"{faults.CREATE_BETWEEN_TIERS}@1", 0),  # one tier created: the ingest's re-run creates the rest
+    (1, faults.RELEASE_AFTER_TIERS, 1),
+]
+
+
+@pytest.mark.parametrize("crash_step,point,restart", FIRST_WRITES,
+                         ids=[f"step{s}-{p}-restart{r}" for s, p, r in FIRST_WRITES])
+def test_kill_in_a_feeds_first_writes_then_the_next_run_completes(spark, tmp_path, reference, crash_step, point,
+                                                                  restart):
+    run_steps(spark, tmp_path, stop=crash_step)
+    proc = _driver(tmp_path, crash_step, point)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == -signal.SIGKILL, f"driver was not killed at {point}: rc={proc.returncode}"
+    assert _last_step(out) == crash_step
+    spec = make_spec(tmp_path, TIERS)
+    missing = [t for t in TIERS if not TableLog.open(spec.tier_path(t)).exists]
+    if point.startswith(faults.INGEST_AFTER_COMMIT):
+        assert missing == list(TIERS), "the kill left held without its tiers"
+    run_steps(spark, tmp_path, start=restart)
+    assert _tables(spark, tmp_path) == reference
+
+
 def test_kill_at_a_random_moment_then_rerun_converges(spark, tmp_path, reference):
     """An outside kill -9 at an arbitrary instant of the second ingest."""
     run_steps(spark, tmp_path, stop=2)

@@ -15,16 +15,34 @@ from collections import Counter
 
 ENV = "WATERLINE_CRASH_AT"
 
+# A feed's first writes: its tables' creation (held by a stream's first batch, the tiers
+# after the first held commit or by whichever later run finds one missing).
+CREATE_HELD_BEFORE = "create:held-before"  # a stream's first batch: no table of the feed yet
+CREATE_HELD_AFTER = "create:held-after"  # held's version 0 written, no tier yet
+CREATE_TIER_BEFORE = "create:tier-before"  # held exists, the first missing tier not created yet
+CREATE_BETWEEN_TIERS = "create:between-tiers"  # a tier created, the next missing one not yet
+CREATE_TIER_AFTER = "create:tier-after"  # every missing tier created, nothing else done since
+# Every ingest and stream batch, the first included.
 INGEST_BEFORE_COMMIT = "ingest:before-commit"  # quarantine and version files written, held commit not yet
 INGEST_AFTER_COMMIT = "ingest:after-commit"  # held committed, tier tables not yet ensured
+# Every release, the first included.
 RELEASE_BEFORE_MERGE = "release:before-merge"  # the first tier's commit (staged or MERGE) not yet made
 RELEASE_BETWEEN_TIERS = "release:between-tiers"  # first tier committed, the others not
+RELEASE_BEFORE_PROPERTY = "release:before-property"  # Spark path: a tier's MERGE committed, its property commit not
+RELEASE_AFTER_TIERS = "release:after-tiers"  # every tier committed, the lease not yet given back
 STAGED_BEFORE_COMMIT = "staged:before-commit"  # a pre-staged release's files written, nothing committed
+# A Delta checkpoint of a table waterline commits to (at the table's checkpoint interval).
+CHECKPOINT_BEFORE = "checkpoint:before"  # a commit landed, its checkpoint not written
+CHECKPOINT_AFTER = "checkpoint:after"  # the checkpoint written, old log files not yet cleaned
+# A stream's micro-batch (its first included).
 STREAM_BATCH_START = "stream:batch-start"  # a micro-batch handed to waterline, nothing read yet
 STREAM_BATCH_END = "stream:batch-end"  # a micro-batch committed (released, running long), Spark's checkpoint not yet
 
-POINTS = (INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS,
-          STAGED_BEFORE_COMMIT, STREAM_BATCH_START, STREAM_BATCH_END)
+#: The boundaries of a feed's first writes (`FIRST_WRITES`) and of every later one.
+FIRST_WRITES = (CREATE_HELD_BEFORE, CREATE_HELD_AFTER, CREATE_TIER_BEFORE, CREATE_BETWEEN_TIERS, CREATE_TIER_AFTER)
+POINTS = (*FIRST_WRITES, INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS,
+          RELEASE_BEFORE_PROPERTY, RELEASE_AFTER_TIERS, STAGED_BEFORE_COMMIT, CHECKPOINT_BEFORE, CHECKPOINT_AFTER,
+          STREAM_BATCH_START, STREAM_BATCH_END)
 
 _reached: Counter[str] = Counter()
 

@@ -38,6 +38,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from waterline.engine.core import faults
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.delta.actions import (
@@ -232,7 +233,9 @@ def checkpoint_if_due(path: str, version: int, configuration: Mapping[str, str])
             return
         table = delta_table(path)
         if table.version() == version:
+            faults.boundary(faults.CHECKPOINT_BEFORE)
             table.create_checkpoint()
+            faults.boundary(faults.CHECKPOINT_AFTER)
             if configuration.get(_LOG_CLEANUP, "true").lower() != "false":
                 table.cleanup_metadata()  # keeps delta.logRetentionDuration (30 days by default)
     except Exception as exc:  # noqa: BLE001  (a checkpoint only speeds reads up; the commit stands)

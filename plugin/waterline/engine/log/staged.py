@@ -164,6 +164,7 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
         committed.append((step, version))
         results[step.tier] = step.result
     _checkpoints(committed)
+    faults.boundary(faults.RELEASE_AFTER_TIERS)
     return StagedCommit(_result(spec, staged, results))
 
 

@@ -61,7 +61,9 @@ from waterline.engine.spark.profile import (
 from waterline.engine.spark.schedule import check_tiers_scheduled, compile_tiers
 from waterline.engine.spark.source import read_output_and_unparsed
 from waterline.engine.spark.spark_errors import hint, spark_message
-from waterline.engine.spark.tables import creating_held_table, ensure_tier_tables, payload_schema, table_schema
+from waterline.engine.spark.tables import (
+    complete_tier_tables, creating_held_table, ensure_tier_tables, payload_schema, table_schema,
+)
 from waterline.engine.spark.validate import (
     REASON,
     check_columns,
@@ -128,6 +130,9 @@ class _Output:
 def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock, lease: Lease) -> IngestResult:
     out = _read(spark, spec, partition, clock)
     held_log = out.held_log
+    # tiers a run killed while creating them left missing: this ingest may not reach its own
+    # creation (an unchanged partition returns early)
+    complete_tier_tables(spark, spec, held_log)
     fresh = not held_log.exists or partition not in held_log.partitions()
     # What this partition's last ingest committed. A partition with no file in held has
     # nothing its output could equal (its last output had no valid row, or gc dropped

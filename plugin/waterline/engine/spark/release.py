@@ -35,7 +35,7 @@ from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
 from waterline.engine.spark.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
 from waterline.engine.spark.staging import stage
-from waterline.engine.spark.tables import ensure_change_feed, read_delta
+from waterline.engine.spark.tables import complete_tier_tables, ensure_change_feed, read_delta
 from waterline.engine.spark.views import temp_view
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
@@ -81,6 +81,8 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
     target = target_waterline(spec, held_state, now, as_of_us)
     results: dict[str, TierRelease] = {}
     if held_log.exists:
+        # tiers a run killed while creating them left missing: created before anything is planned
+        complete_tier_tables(spark, spec, held_log)
         staged = stage(spark, spec, w_us=target, clock=clock, target_us=target, staged_at_us=now,
                        held_log=held_log, tiers=tiers)
         if staged is not None:
@@ -112,6 +114,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
                 scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
                 results[step.tier] = _apply(spark, spec, step, held, scope, single, *outlooks[step.tier], lease=lease)
+            faults.boundary(faults.RELEASE_AFTER_TIERS)
     results = {t: results[t] for t in tiers if t in results}
     w = max([target] + [r.w_us for r in results.values() if not r.held])
     return ReleaseResult(feed=spec.feed, requested_us=as_of_us, w_us=w, seq=seq, tiers=results)
@@ -184,6 +187,7 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame,
     elif (after.transaction_version(APP_COMMIT) or 0) >= step.n:
         raise SkippedCommit(f"{path}: release commit n={step.n} already applied by another writer")
     # nothing changed rows (or nothing was due), or after the MERGE: record (W_T, seq) where log cleanup keeps it
+    faults.boundary(faults.RELEASE_BEFORE_PROPERTY)
     record_state(spark, path, new_state)
     return TierRelease(
         tier=step.tier, w_us=step.w, previous_w_us=step.w0, seq=step.seq,

@@ -287,8 +287,10 @@ def _create_held(spark: SparkSession, spec: FeedSpec, batch: W.Batch, plans) -> 
     """The held table, empty, with the batch's columns (a stream's first batch; later ones
     append with waterline's commit writer), and the tier tables."""
     stored = V.stored_schema(batch.schema, batch.payload, spec.tiers, hash_as_text=False)
+    faults.boundary(faults.CREATE_HELD_BEFORE)
     create_own_table(spark, spec.held_path, stored, HeldState(op="create", token=new_token()),
                      dataSkippingStatsColumns=",".join(held_stats_columns(spec, stored)))
+    faults.boundary(faults.CREATE_HELD_AFTER)
     ensure_tier_tables(spark, spec, payload_schema(stored))
     return TableLog.open(spec.held_path)
 

@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 )
 
 from waterline.engine.core import columns as C
+from waterline.engine.core import faults
 from waterline.engine.core.sqltext import delta_path
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.delta.actions import Protocol
@@ -123,15 +124,36 @@ def payload_schema(of: DataFrame | StructType) -> StructType:
     return StructType([f for f in schema.fields if not C.is_system(f.name)])
 
 
-def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType) -> None:
-    """Create missing tier tables, empty, so consumers can read them before any release."""
-    missing = [t for t in spec.tiers if not is_delta_table(spec.tier_path(t))]
+def ensure_tier_tables(spark: SparkSession, spec: FeedSpec, payload: StructType,
+                       tiers: list[str] | None = None) -> None:
+    """Create missing tier tables, empty, so consumers can read them before any release
+    (``tiers``: those the caller found missing; else each tier is checked)."""
+    missing = tiers if tiers is not None else [t for t in spec.tiers if not is_delta_table(spec.tier_path(t))]
     if not missing:  # the usual case: no schema to parse (a round trip under Spark Connect)
         return
     system = StructType.fromDDL(TIER_SYSTEM_COLUMNS)
     schema = StructType(list(payload.fields) + list(system.fields))
-    for tier in missing:
+    for i, tier in enumerate(missing):
+        faults.boundary(faults.CREATE_TIER_BEFORE if i == 0 else faults.CREATE_BETWEEN_TIERS)
         create_own_table(spark, spec.tier_path(tier), schema, TierState(tier=tier, op="create"), **TIER_DEFAULTS)
+    faults.boundary(faults.CREATE_TIER_AFTER)
+
+
+def complete_tier_tables(spark: SparkSession, spec: FeedSpec, held_log: TableLog) -> list[str]:
+    """Create the tier tables a feed with a held table lacks (a run killed between creating
+    held and its tiers, or between two tiers), with held's payload columns; the tiers created.
+
+    Every operation that runs under the feed lease and finds held (an ingest, a release, a
+    stream's release) calls it first, so a feed never depends on the run that started creating
+    its tables having finished; creation is "only if absent" (`create_own_table`), so a run
+    that meets a table another created in the meantime goes on with it. No table missing: one
+    existence check per tier, no schema read."""
+    if not held_log.exists:
+        return []
+    missing = [t for t in spec.tiers if not is_delta_table(spec.tier_path(t))]
+    if missing:
+        ensure_tier_tables(spark, spec, payload_schema(table_schema(held_log)), tiers=missing)
+    return missing
 
 
 def create_own_table(spark: SparkSession, path: str, schema: StructType, state: HeldState | TierState,
