@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from tests.streams.kafkakit import new_topic, produce, quote_value, quotes_model, stream_spec
 from waterline import load
 from waterline.engine.core import faults
+from waterline.engine.delta import storage
 
 CLI = str(Path(sys.executable).with_name("waterline"))
 RECORDS = [("a", 1, 0), ("b", 2, 0), ("c", 3, 0), ("a", 4, 0), ("b", None, 0), ("d", 5, 1),
@@ -61,3 +62,43 @@ def test_kill_9_in_the_first_batch_then_a_restart_equals_the_semantics(kafka, sp
                        faults.RELEASE_BEFORE_MERGE: []}[point]
     if point == faults.RELEASE_BEFORE_MERGE:
         assert not finished.batches and len(finished.releases) == 1, finished.summary()
+
+
+TWO_TIERS = {"realtime": "TRUE", "delayed_15m": "event_time + INTERVAL 15 MINUTES <= WATERLINE()"}
+# The first batch's writes: held's version 0, then each tier's (`faults.FIRST_WRITES`), then the
+# first release. ``by_release``: the run after the kill is `waterline release`, then the stream.
+FIRST_WRITES = [
+    (faults.CREATE_HELD_BEFORE, False),
+    (faults.CREATE_HELD_AFTER, True),  # issue 53: held there, no tier; every later run spun for ever
+    (f"{faults.CREATE_BETWEEN_TIERS}@1", False),
+    (faults.RELEASE_AFTER_TIERS, False),
+]
+
+
+@pytest.mark.parametrize("point,by_release", FIRST_WRITES, ids=[p for p, _ in FIRST_WRITES])
+def test_kill_9_in_the_first_batchs_table_creation_then_the_next_run_completes(kafka, spark, tmp_path, point,
+                                                                              by_release):
+    topic = new_topic(kafka.bootstrap)
+    produce(kafka.bootstrap, topic, [(0, k, quote_value(px, h)) for k, px, h in RECORDS])
+    spec = stream_spec(tmp_path, kafka.bootstrap, topic, tiers=TWO_TIERS,
+                       extra={"source": {"format": "kafka", "bootstrap": kafka.bootstrap, "topic": topic,
+                                         "value": {"format": "json", "schema": "px DOUBLE, ts STRING"},
+                                         "options": {"maxOffsetsPerTrigger": PER_BATCH}}})
+    crashed = _stream(spec, point)
+    assert crashed.returncode == -9, crashed.stdout + crashed.stderr
+    feed = load(spec, spark=spark)
+    if point == faults.CREATE_HELD_AFTER:
+        assert DeltaTable(feed.spec.held_path).version() == 0
+        assert not any(storage.is_delta_table(feed.tier_path(t)) for t in TWO_TIERS), "tiers created before the kill"
+    if by_release:
+        feed.release()  # the release, which finds held and no tier, creates them
+        assert all(storage.is_delta_table(feed.tier_path(t)) for t in TWO_TIERS)
+    feed.stream(once=True)
+
+    want_versions, want_rows = quotes_model(RECORDS, PER_BATCH)
+    held = DeltaTable(feed.spec.held_path).to_pyarrow_table(columns=["id", "_wl_partition", "_wl_seq"]).to_pylist()
+    assert len(held) == want_versions, "every batch's versions once: none lost, none twice"
+    for tier in TWO_TIERS:  # each tier equals what `waterline.semantics` says of the whole topic
+        rows = feed.read(tier, columns=["id", "px", "_wl_partition"]).to_pylist()
+        assert {r["id"]: (r["_wl_partition"], r["px"]) for r in rows} == want_rows, tier
+        assert len(rows) == len(want_rows), tier
