@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -78,17 +79,28 @@ FIRST_WRITES = [
 @pytest.mark.parametrize("point,by_release", FIRST_WRITES, ids=[p for p, _ in FIRST_WRITES])
 def test_kill_9_in_the_first_batchs_table_creation_then_the_next_run_completes(kafka, spark, tmp_path, point,
                                                                               by_release):
+    _kill_in_first_writes(kafka, spark, tmp_path, str(tmp_path / "warehouse"), point, by_release)
+
+
+def test_kill_9_between_held_and_the_tiers_with_the_warehouse_in_s3(kafka, s3_spark, s3proxy, tmp_path):
+    """The same on S3 (s3proxy), where "create only if absent" is a conditional PUT."""
+    _kill_in_first_writes(kafka, s3_spark, tmp_path, s3proxy.uri(f"first-{uuid.uuid4().hex[:6]}"),
+                          faults.CREATE_HELD_AFTER, True)
+
+
+def _kill_in_first_writes(kafka, spark, root: Path, warehouse: str, point: str, by_release: bool) -> None:
     topic = new_topic(kafka.bootstrap)
     produce(kafka.bootstrap, topic, [(0, k, quote_value(px, h)) for k, px, h in RECORDS])
-    spec = stream_spec(tmp_path, kafka.bootstrap, topic, tiers=TWO_TIERS,
-                       extra={"source": {"format": "kafka", "bootstrap": kafka.bootstrap, "topic": topic,
+    spec = stream_spec(root, kafka.bootstrap, topic, tiers=TWO_TIERS,
+                       extra={"warehouse": warehouse,
+                              "source": {"format": "kafka", "bootstrap": kafka.bootstrap, "topic": topic,
                                          "value": {"format": "json", "schema": "px DOUBLE, ts STRING"},
                                          "options": {"maxOffsetsPerTrigger": PER_BATCH}}})
     crashed = _stream(spec, point)
     assert crashed.returncode == -9, crashed.stdout + crashed.stderr
     feed = load(spec, spark=spark)
     if point == faults.CREATE_HELD_AFTER:
-        assert DeltaTable(feed.spec.held_path).version() == 0
+        assert storage.delta_table(feed.spec.held_path).version() == 0
         assert not any(storage.is_delta_table(feed.tier_path(t)) for t in TWO_TIERS), "tiers created before the kill"
     if by_release:
         feed.release()  # the release, which finds held and no tier, creates them
@@ -96,7 +108,8 @@ def test_kill_9_in_the_first_batchs_table_creation_then_the_next_run_completes(k
     feed.stream(once=True)
 
     want_versions, want_rows = quotes_model(RECORDS, PER_BATCH)
-    held = DeltaTable(feed.spec.held_path).to_pyarrow_table(columns=["id", "_wl_partition", "_wl_seq"]).to_pylist()
+    held = storage.delta_table(feed.spec.held_path).to_pyarrow_table(
+        columns=["id", "_wl_partition", "_wl_seq"]).to_pylist()
     assert len(held) == want_versions, "every batch's versions once: none lost, none twice"
     for tier in TWO_TIERS:  # each tier equals what `waterline.semantics` says of the whole topic
         rows = feed.read(tier, columns=["id", "px", "_wl_partition"]).to_pylist()
