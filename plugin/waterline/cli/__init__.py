@@ -20,6 +20,7 @@ import click
 from waterline.cli.commands import cli
 from waterline.cli.report import report_group
 from waterline.cli.share import share_group
+from waterline.engine.log.stopping import Stopped, exit_code
 from waterline.errors import TransientError, WaterlineError
 
 cli.add_command(share_group)
@@ -39,9 +40,13 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=args, prog_name="waterline", standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
+    except Stopped as exc:  # SIGTERM or Ctrl-C during a long-running command: its finally blocks ran
+        _stopped(exc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, Stopped):  # click turns a KeyboardInterrupt into Abort
+            _stopped(exc.__cause__)
         click.echo("error: aborted", err=True)
         sys.exit(EXIT_INTERNAL_ERROR)
     except click.ClickException as exc:
@@ -58,6 +63,11 @@ def main(argv: list[str] | None = None) -> None:
         first = (str(exc).strip().splitlines() or [""])[0]
         click.echo(f"error: {type(exc).__name__}: {first} (run with --verbose for details)", err=True)
         sys.exit(EXIT_INTERNAL_ERROR)
+
+
+def _stopped(exc: Stopped) -> None:
+    click.echo(f"stopped: {exc}", err=True)
+    sys.exit(exit_code(exc.signum))
 
 
 def console() -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import signal
 import threading
 
 import click
 
 from waterline import load
+from waterline.engine.log.stopping import stop_on_signals
 
 
 @click.command("stream")
@@ -20,17 +20,19 @@ from waterline import load
 @click.option("--json", "as_json", is_flag=True, help="At the end, print the run (batches, releases, offsets) as JSON.")
 def stream(spec: str, once: bool, trigger_seconds: float, as_json: bool) -> None:
     """Read the feed's Kafka topics into held, one commit per micro-batch; release tiers whose
-    rows are due at once. SIGTERM or Ctrl-C stops after the current batch."""
+    rows are due at once. SIGTERM or Ctrl-C stops after the current batch (with --once: at
+    once), within 120 s whatever the batch is doing."""
     context = click.get_current_context()
     feed = load(spec, quiet=not context.find_root().params.get("verbose"))
     if not feed.spec.is_stream:
         raise click.UsageError(f"feed {feed.name} has no Kafka source (format: kafka): `waterline ingest` reads it")
     stop = threading.Event()
-    if not once:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-    done = feed.stream(once=once, trigger_seconds=trigger_seconds, stop=stop,
-                       on_batch=None if as_json else lambda batch: click.echo(batch.summary()))
+    feed.spark  # noqa: B018  (the session first: its SIGINT handler, which cancels Spark's jobs, is chained)
+    # running: the first signal stops after the current batch; a drain stops at once. Either
+    # way the run ends within the grace, its lease given back (`stop_on_signals`).
+    with stop_on_signals(f"feed {feed.name}: stream", stop=None if once else stop):
+        done = feed.stream(once=once, trigger_seconds=trigger_seconds, stop=stop,
+                           on_batch=None if as_json else lambda batch: click.echo(batch.summary()))
     if as_json:
         click.echo(json.dumps({"feed": done.feed, "batches": [b.to_dict() for b in done.batches],
                                "releases": [r.to_dict() for r in done.releases], "offsets": done.offsets}, indent=2))

@@ -4,16 +4,22 @@ With ``WATERLINE_CRASH_AT=<name>`` set, the process kills itself with SIGKILL
 when it reaches that boundary: no cleanup, no finally blocks, exactly like
 ``kill -9``. ``<name>@<n>`` kills at the n-th time the boundary is reached (a
 stream passes each boundary once per micro-batch, so a test can pick the batch).
-Unset (always, in production) it costs one dict lookup.
+``WATERLINE_HANG_AT=<name>`` makes the boundary a step that never returns, for the tests
+of stopping (`waterline.engine.log.stopping`). Unset (always, in production) each costs
+one dict lookup.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 from collections import Counter
 
 ENV = "WATERLINE_CRASH_AT"
+#: ``WATERLINE_HANG_AT=<name>``: the process hangs at that boundary (for the tests of stopping).
+HANG_ENV = "WATERLINE_HANG_AT"
 
 # A feed's first writes: its tables' creation (held by a stream's first batch, the tiers
 # after the first held commit or by whichever later run finds one missing).
@@ -48,12 +54,21 @@ _reached: Counter[str] = Counter()
 
 
 def boundary(name: str) -> None:
+    """Kill the process here if `ENV` names this boundary (and its pass), hang it if `HANG_ENV` does."""
     wanted = os.environ.get(ENV)
-    if wanted is None:
-        return
-    point, _, nth = wanted.partition("@")
-    if point != name:
-        return
-    _reached[name] += 1
-    if _reached[name] >= int(nth or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+    if wanted is not None:
+        point, _, nth = wanted.partition("@")
+        if point == name:
+            _reached[name] += 1
+            if _reached[name] >= int(nth or 1):
+                os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get(HANG_ENV) == name:
+        _hang(name)
+
+
+def _hang(name: str) -> None:
+    """A step that never returns (a stuck Spark job, a search that never ends): what stopping
+    tests stop. Only with `HANG_ENV` set, never in production."""
+    print(f"waterline fault: hanging at {name}", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(60)

@@ -188,6 +188,8 @@ class Lease:
             if etag is None:
                 return "(taken over by another process)"
         self.etag, self.expires_at = etag, expires
+        with _HELD_MUTEX:
+            _HELD.add(self)
         self._thread = threading.Thread(target=self._heartbeat, name=f"wl-lease-{self.feed}", daemon=True)
         self._thread.start()
         return None
@@ -218,7 +220,25 @@ class Lease:
                 "nothing more is committed by this run, re-run it"
             )
 
+    def abandon(self) -> None:
+        """Give the lease back at once, from any thread (a stop whose run did not end within
+        its grace, before the process exits without its finally blocks): no `check` of this
+        run passes after it, so nothing more of ours is committed, and the next run need not
+        wait for the expiry."""
+        self._stop.set()
+        with self._mutex:
+            etag, self.etag, self.lost = self.etag, None, True
+            if etag is not None:
+                try:
+                    self.store.replace(self._body(0.0), etag)
+                except Exception:  # noqa: BLE001  (it expires on its own)
+                    pass
+        with _HELD_MUTEX:
+            _HELD.discard(self)
+
     def release(self) -> None:
+        with _HELD_MUTEX:
+            _HELD.discard(self)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -229,6 +249,20 @@ class Lease:
                 except Exception:
                     pass  # it expires on its own
             self.etag = None
+
+
+#: The leases this process holds now (`abandon_all`).
+_HELD: set[Lease] = set()
+_HELD_MUTEX = threading.Lock()
+
+
+def abandon_all() -> int:
+    """`Lease.abandon` every lease this process holds; how many there were."""
+    with _HELD_MUTEX:
+        held = list(_HELD)
+    for lease in held:
+        lease.abandon()
+    return len(held)
 
 
 def _alive(holder: dict) -> bool:

@@ -34,6 +34,7 @@ from waterline.engine.delta import storage
 from waterline.engine.delta.objects import read_object
 from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.engine.log.status import read_feed_status
+from waterline.engine.log.stopping import stop_grace
 from waterline.engine.log.stream_offsets import batch_bound
 from waterline.engine.spark.local_frames import limited_to, local_rows
 from waterline.engine.spark.release import release
@@ -46,8 +47,6 @@ from waterline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
-#: How long a stopping query may take to finish its current batch before it is stopped anyway.
-STOP_GRACE_S = 120.0
 #: How many records a long-running stream runs through a batch's job before it starts
 #: (`stream_ingest.warm_up`), and how many of the topic's records they are copies of.
 WARM_UP_RECORDS = 20_000
@@ -281,8 +280,8 @@ def _await(query, failures: list[BaseException], spec: FeedSpec, source: str) ->
 
 
 def _stop_after_batch(queries) -> None:
-    """Stop each query once its current batch finished (at most `STOP_GRACE_S`)."""
-    deadline = time.monotonic() + STOP_GRACE_S
+    """Stop each query once its current batch finished (at most the stop grace, `stop_grace`)."""
+    deadline = time.monotonic() + stop_grace()
     for query in queries:
         while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
             time.sleep(0.1)
