@@ -18,6 +18,7 @@ from the ``spark`` argument.
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,6 +38,7 @@ from waterline.engine.core.status import FeedStatus, first_run_hint
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
 from waterline.engine.log.spark_config import SessionConfig, SparkSettings, check_master, check_remote
 from waterline.engine.log.status import read_feed_status, waterline_history
+from waterline.engine.log.stopping import Stopped, exit_code, stop_on_signals
 from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
 from waterline.policy import compile_policy
@@ -142,6 +144,14 @@ class Feed:
     @property
     def spark_started(self) -> bool:
         return self._session is not None
+
+    def stoppable(self, what: str, *, stop: threading.Event | None = None):
+        """A context manager: SIGTERM and Ctrl-C stop the run inside it within the stop grace
+        (120 s), the feed lease given back, whatever it is doing (`stop_on_signals`; ``stop``:
+        set on the first signal, for a run that stops by itself when asked). Spark starts
+        first, so PySpark's own Ctrl-C handler, which cancels the running jobs, is chained."""
+        self.spark  # noqa: B018
+        return stop_on_signals(f"feed {self.name}: {what}", stop=stop)
 
     def take_jvm_log(self) -> Path | None:
         """`jvm_log` the first time it is asked for once this feed's JVM writes there, else None:
@@ -425,4 +435,5 @@ def _waited(result: ReleaseResult, due_us: int, reached: bool) -> ReleaseResult:
     return replace(result, waited_for_us=due_us, reached=reached)
 
 
-__all__ = ["Feed", "Instant", "SessionConfig", "SparkSettings", "check_master", "check_remote", "load"]
+__all__ = ["Feed", "Instant", "SessionConfig", "SparkSettings", "Stopped", "check_master", "check_remote", "exit_code",
+           "load"]

@@ -20,7 +20,7 @@ import click
 from waterline.cli.commands import cli
 from waterline.cli.report import report_group
 from waterline.cli.share import share_group
-from waterline.engine.log.stopping import Stopped, exit_code
+from waterline.feed import Stopped, exit_code
 from waterline.errors import TransientError, WaterlineError
 
 cli.add_command(share_group)

@@ -11,7 +11,6 @@ from waterline.cli.kafka import kafka_group
 from waterline.cli.spark import spark_group
 from waterline.cli.stream import stream
 from waterline.clock import duration_us, parse_duration, parse_instant
-from waterline.engine.log.stopping import stop_on_signals
 from waterline.errors import WaterlineError
 from waterline.feed import Feed, load
 
@@ -117,8 +116,7 @@ def release(spec: str, as_of: str | None, wait_until_due: bool, max_wait: str | 
     feed = _feed(spec)
     as_of_us = None if as_of is None else _parsed(parse_instant, as_of, "--as-of", now_us=feed.clock.now_us)
     limit = None if max_wait is None else duration_us(_parsed(parse_duration, max_wait, "--max-wait"))
-    feed.spark  # noqa: B018  (the session first: its SIGINT handler, which cancels Spark's jobs, is chained)
-    with stop_on_signals(f"feed {feed.name}: release"):  # SIGTERM / Ctrl-C: stopped within the grace
+    with feed.stoppable("release"):  # SIGTERM / Ctrl-C: stopped within the grace, the lease given back
         result = feed.release(as_of=as_of_us, wait_until_due=wait_until_due, max_wait=limit)
     if result.waited_for_us is not None:
         what = "reached" if result.reached else "not reached (--max-wait ran out; released up to the clock)"

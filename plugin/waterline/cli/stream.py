@@ -8,7 +8,6 @@ import threading
 import click
 
 from waterline import load
-from waterline.engine.log.stopping import stop_on_signals
 
 
 @click.command("stream")
@@ -27,10 +26,9 @@ def stream(spec: str, once: bool, trigger_seconds: float, as_json: bool) -> None
     if not feed.spec.is_stream:
         raise click.UsageError(f"feed {feed.name} has no Kafka source (format: kafka): `waterline ingest` reads it")
     stop = threading.Event()
-    feed.spark  # noqa: B018  (the session first: its SIGINT handler, which cancels Spark's jobs, is chained)
     # running: the first signal stops after the current batch; a drain stops at once. Either
-    # way the run ends within the grace, its lease given back (`stop_on_signals`).
-    with stop_on_signals(f"feed {feed.name}: stream", stop=None if once else stop):
+    # way the run ends within the grace, its lease given back (`Feed.stoppable`).
+    with feed.stoppable("stream", stop=None if once else stop):
         done = feed.stream(once=once, trigger_seconds=trigger_seconds, stop=stop,
                            on_batch=None if as_json else lambda batch: click.echo(batch.summary()))
     if as_json:
