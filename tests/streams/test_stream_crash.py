@@ -72,6 +72,7 @@ FIRST_WRITES = [
     (faults.CREATE_HELD_BEFORE, False),
     (faults.CREATE_HELD_AFTER, True),  # issue 53: held there, no tier; every later run spun for ever
     (f"{faults.CREATE_BETWEEN_TIERS}@1", False),
+    (f"{faults.STREAM_BATCH_END}@1", False),  # the first batch committed, Spark's first checkpoint not
     (faults.RELEASE_AFTER_TIERS, False),
 ]
 

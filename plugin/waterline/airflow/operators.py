@@ -30,7 +30,7 @@ from waterline.clock import format_instant
 from waterline.engine.core.due import arming_line
 from waterline.engine.core.results import TierProof
 from waterline.errors import WaterlineError
-from waterline.feed import Feed
+from waterline.feed import Feed, end_within_grace
 from waterline.spec import FeedSpec
 
 
@@ -53,6 +53,12 @@ class _FeedOperator(BaseOperator):
     def get_feed(self) -> Feed:
         """The task's `Feed` (no Spark yet)."""
         return self.hook.get_feed(self.spec)
+
+    def on_kill(self) -> None:
+        """Airflow calls it when the task is killed (SIGTERM), then raises in the task's main
+        thread: whatever the step is doing, the task ends within the stop grace (120 s), its
+        feed lease given back (`end_within_grace`, as `waterline stream` and `release` do)."""
+        end_within_grace(f"feed {self.spec.feed}: task {self.task_id}")
 
     def _start_spark(self, feed: Feed) -> None:
         """Start the feed's session now, and say where the JVM's own output goes (banner,

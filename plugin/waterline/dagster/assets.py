@@ -74,7 +74,8 @@ def build_stream_asset(spec: FeedSpec, translator: WaterlineTranslator, *, resou
         resource: WaterlineResource = getattr(context.resources, resource_key)
         feed = resource.get_feed(spec)
         started = time.monotonic()
-        with dagster_failures(retries=resource.transient_retries, wait_seconds=resource.retry_wait_seconds):
+        with (dagster_failures(retries=resource.transient_retries, wait_seconds=resource.retry_wait_seconds),
+              feed.stoppable("stream")):  # a run's termination (SIGTERM): ended within the grace, lease given back
             run = feed.stream(once=True, on_batch=lambda batch: context.log.info(batch.summary()))
         resource.log_jvm(feed, context.log)
         context.log.info(run.summary())
@@ -109,7 +110,8 @@ def build_tier_assets(spec: FeedSpec, translator: WaterlineTranslator, *, resour
         if line := arming_line(spec.feed, due_us, feed.clock.now_us()):
             context.log.info(line)
         started = time.monotonic()
-        with dagster_failures(retries=resource.transient_retries, wait_seconds=resource.retry_wait_seconds):
+        with (dagster_failures(retries=resource.transient_retries, wait_seconds=resource.retry_wait_seconds),
+              feed.stoppable("release")):  # a run's termination (SIGTERM): ended within the grace, lease given back
             run = feed.release_run(due_us)
         resource.log_jvm(feed, context.log)
         lags = [lag / 1e6 for _, lag in run.lags]

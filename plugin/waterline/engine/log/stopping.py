@@ -76,24 +76,11 @@ def stop_on_signals(what: str, *, stop: threading.Event | None = None,
     grace = stop_grace() if grace_s is None else grace_s
     asked = threading.Event()
 
-    def force(signum: int, why: str) -> None:
-        given_back = abandon_all()
-        print(f"error: {what}: {why}; stopped now ({given_back} feed lease(s) given back)", file=sys.stderr,
-              flush=True)
-        os._exit(exit_code(signum))
-
-    def watchdog(signum: int) -> None:
-        # armed until the process ends, not the block: what runs after it (a stuck batch
-        # thread the exit would wait for) is bounded too
-        time.sleep(grace)
-        force(signum, f"did not stop within {grace:g} s of {signal.Signals(signum).name}")
-
     def handler(signum: int, frame) -> None:
         if asked.is_set():  # a second signal: no more waiting
-            force(signum, f"a second {signal.Signals(signum).name}")
+            _force(what, signum, f"a second {signal.Signals(signum).name}")
         asked.set()
-        log.warning("%s: %s: stopping (at most %g s)", what, signal.Signals(signum).name, grace)
-        threading.Thread(target=watchdog, args=(signum,), name="wl-stop-watchdog", daemon=True).start()
+        end_within_grace(what, signum, grace_s=grace)
         if stop is not None:
             stop.set()  # the run ends its current step and returns
             return
@@ -105,9 +92,36 @@ def stop_on_signals(what: str, *, stop: threading.Event | None = None,
 
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     before = previous[signal.SIGINT]
-    cancel = before if callable(before) and before is not signal.default_int_handler else None
+    cancel = before if callable(before) and getattr(before, "__module__", "").startswith("pyspark") else None
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+_watchdog_started = threading.Lock()
+
+
+def end_within_grace(what: str, signum: int = signal.SIGTERM, *, grace_s: float | None = None) -> None:
+    """Arm the watchdog once per process: when ``grace_s`` (`stop_grace`) is up, every lease the
+    process holds is given back and it exits with ``signum``'s code. For a run asked to stop
+    by someone else's signal handler (Airflow's ``on_kill``), and by `stop_on_signals`. It
+    stays armed until the process ends, not the block: what runs after it (a stuck batch
+    thread the exit would wait for) is bounded too."""
+    if not _watchdog_started.acquire(blocking=False):
+        return
+    grace = stop_grace() if grace_s is None else grace_s
+    log.warning("%s: %s: stopping (at most %g s)", what, signal.Signals(signum).name, grace)
+
+    def watchdog() -> None:
+        time.sleep(grace)
+        _force(what, signum, f"did not stop within {grace:g} s of {signal.Signals(signum).name}")
+
+    threading.Thread(target=watchdog, name="wl-stop-watchdog", daemon=True).start()
+
+
+def _force(what: str, signum: int, why: str) -> None:
+    given_back = abandon_all()
+    print(f"error: {what}: {why}; stopped now ({given_back} feed lease(s) given back)", file=sys.stderr, flush=True)
+    os._exit(exit_code(signum))
