@@ -52,3 +52,18 @@ def test_a_cluster_id_never_starts_with_a_dash_which_kafka_storage_reads_as_an_o
     ids = [kafka_broker._cluster_id() for _ in range(2000)]
     assert not [i for i in ids if i.startswith("-")]
     assert all(len(base64.urlsafe_b64decode(i + "==")) == 16 for i in ids) and len(set(ids)) == len(ids)
+
+
+def test_the_cluster_id_draw_ends_even_if_every_draw_is_refused(monkeypatch):
+    """The draw of a cluster id not starting with "-" is bounded: with a random source that
+    only gives such ids it ends with one line rather than drawing for ever."""
+    import pytest
+
+    from waterline.errors import WaterlineError
+
+    dash = uuid.UUID(bytes=b"\xf8" + bytes(15))  # base64url of 0xf8... starts with "-"
+    monkeypatch.setattr(kafka_broker.uuid, "uuid4", lambda: dash)
+    with pytest.raises(WaterlineError, match="random UUIDs in a row"):
+        kafka_broker._cluster_id()
+    monkeypatch.undo()
+    assert not kafka_broker._cluster_id().startswith("-")

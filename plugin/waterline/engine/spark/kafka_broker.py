@@ -135,10 +135,11 @@ def _cluster_id() -> str:
     """A Kafka cluster id: a random UUID, base64url without padding (what `kafka-storage random-uuid` prints).
     Never one starting with ``-`` (1 in 64 would): `kafka-storage format -t` reads it as an
     option and fails, as Kafka's own ``Uuid.randomUuid`` avoids too."""
-    while True:
+    for _ in range(64):  # 63 in 64 draws do: 64 that all fail is a broken random source
         found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not found.startswith("-"):
             return found
+    raise WaterlineError("Kafka cluster id: 64 random UUIDs in a row began with '-'; is the random source broken?")
 
 
 def _write_config(state: BrokerState) -> Path:

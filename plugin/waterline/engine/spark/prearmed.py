@@ -150,10 +150,22 @@ def release_when_due(
     # below due there (stepped back, or a wait that was fooled) releases less, never early.
     as_of = due_us if reached else None
     result = release(spark, spec, as_of_us=as_of, clock=clock)
-    while reached and result.w_us < due_us:  # the cap held W back: wait for the clock again
+    for _ in range(_CAPPED_ROUNDS):
+        if not (reached and result.w_us < due_us):
+            break
+        # the cap held W back: wait for the clock again
         reached, now = wait_until(clock, due_us, max_wait_us=max_wait_us)
         result = release(spark, spec, as_of_us=due_us if reached else None, clock=clock)
+    else:
+        if reached and result.w_us < due_us:  # W is safe as it is; the next release goes on
+            log.warning("feed %s: released to %s, not the due moment %s, after %s rounds: the clock or the "
+                        "feed's waterline holds W back", spec.feed, result.w_us, due_us, _CAPPED_ROUNDS + 1)
     return DueRelease(due_us, reached, now, with_committed(committed, result), clock.now_us())
+
+
+#: Releases again after the clock's cap held W below the due moment (a clock read a moment
+#: early): a few, never without end (a feed's own waterline may hold W back for long).
+_CAPPED_ROUNDS = 5
 
 
 def next_due_after(result: ReleaseResult) -> int | None:
