@@ -35,12 +35,18 @@ STEPS = [
 ]
 
 
+def crash_spec(root: Path, warehouse: str | None = None):
+    """The scenario's feed: sources under ``root``, tables under ``warehouse`` (else ``root``)."""
+    return make_spec(root, TIERS, **({"warehouse": warehouse} if warehouse else {}))
+
+
 def run_steps(
     spark, root: Path, start: int = 0, crash_step: int | None = None, point: str | None = None,
-    stop: int | None = None, prestaged: bool = False,
+    stop: int | None = None, prestaged: bool = False, warehouse: str | None = None,
 ) -> None:
-    """``prestaged``: each release is staged and then committed, as a pre-armed run does."""
-    feed = Feed(make_spec(root, TIERS), spark=spark, clock=far_future_clock())
+    """``prestaged``: each release is staged and then committed, as a pre-armed run does;
+    ``warehouse``: the feed's tables there (an S3 URI), not under ``root``."""
+    feed = Feed(crash_spec(root, warehouse), spark=spark, clock=far_future_clock())
     for i in range(start, len(STEPS) if stop is None else stop):
         print(f"step {i}", flush=True)
         if i == crash_step and point:
@@ -62,5 +68,12 @@ if __name__ == "__main__":
     from waterline.engine.spark.session import get_session
 
     root, crash_step, point = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    run_steps(get_session(), root, crash_step, crash_step, point, stop=crash_step + 1,
-              prestaged=point == faults.STAGED_BEFORE_COMMIT)
+    warehouse = sys.argv[4] if len(sys.argv) > 4 else None
+    spark = get_session()
+    if warehouse:
+        from waterline.engine.delta import storage
+
+        for key, value in storage.session_conf().items():
+            spark.conf.set(key, value)
+    run_steps(spark, root, crash_step, crash_step, point, stop=crash_step + 1,
+              prestaged=point == faults.STAGED_BEFORE_COMMIT, warehouse=warehouse)

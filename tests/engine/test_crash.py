@@ -8,11 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.engine.crash_driver import TIERS, run_steps
+from tests.engine.crash_driver import TIERS, crash_spec, run_steps
 from tests.engine.feedkit import make_spec
 from waterline.engine.core import faults
 from waterline.engine.delta.table_log import TableLog
@@ -21,8 +22,8 @@ pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _tables(spark, root: Path) -> dict:
-    spec = make_spec(root, TIERS)
+def _tables(spark, root: Path, warehouse: str | None = None) -> dict:
+    spec = crash_spec(root, warehouse)
     out = {}
     for tier in TIERS:
         df = spark.read.format("delta").load(spec.tier_path(tier))
@@ -42,10 +43,11 @@ def reference(spark, tmp_path_factory):
     return _tables(spark, root)
 
 
-def _driver(root: Path, crash_step: int, point: str) -> subprocess.Popen:
+def _driver(root: Path, crash_step: int, point: str, warehouse: str | None = None) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.crash_driver", str(root), str(crash_step), point],
+        [sys.executable, "-m", "tests.engine.crash_driver", str(root), str(crash_step), point,
+         *([warehouse] if warehouse else [])],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
 
@@ -89,17 +91,29 @@ FIRST_WRITES = [
                          ids=[f"step{s}-{p}-restart{r}" for s, p, r in FIRST_WRITES])
 def test_kill_in_a_feeds_first_writes_then_the_next_run_completes(spark, tmp_path, reference, crash_step, point,
                                                                   restart):
-    run_steps(spark, tmp_path, stop=crash_step)
-    proc = _driver(tmp_path, crash_step, point)
+    _kill_in_first_writes(spark, tmp_path, reference, crash_step, point, restart)
+
+
+def test_kill_between_held_and_the_tiers_with_the_warehouse_in_s3(s3_spark, s3proxy, tmp_path, reference):
+    """The same on S3 (s3proxy): the first ingest killed after held's first commit, before
+    any tier; the release that follows creates them and releases what an uninterrupted run does."""
+    warehouse = s3proxy.uri(f"crash-{uuid.uuid4().hex[:6]}")
+    _kill_in_first_writes(s3_spark, tmp_path, reference, 0, faults.INGEST_AFTER_COMMIT, 1, warehouse)
+
+
+def _kill_in_first_writes(spark, root: Path, reference: dict, crash_step: int, point: str, restart: int,
+                          warehouse: str | None = None) -> None:
+    run_steps(spark, root, stop=crash_step, warehouse=warehouse)
+    proc = _driver(root, crash_step, point, warehouse)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == -signal.SIGKILL, f"driver was not killed at {point}: rc={proc.returncode}"
     assert _last_step(out) == crash_step
-    spec = make_spec(tmp_path, TIERS)
+    spec = crash_spec(root, warehouse)
     missing = [t for t in TIERS if not TableLog.open(spec.tier_path(t)).exists]
     if point.startswith(faults.INGEST_AFTER_COMMIT):
         assert missing == list(TIERS), "the kill left held without its tiers"
-    run_steps(spark, tmp_path, start=restart)
-    assert _tables(spark, tmp_path) == reference
+    run_steps(spark, root, start=restart, warehouse=warehouse)
+    assert _tables(spark, root, warehouse) == reference
 
 
 def test_kill_at_a_random_moment_then_rerun_converges(spark, tmp_path, reference):

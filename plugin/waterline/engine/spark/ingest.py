@@ -228,7 +228,8 @@ def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: 
     lease.check()  # the last moment a lost lease can stop the commit
     held_append.commit(out.held_log, state, token, record_property=_moved(state, out.state))
     faults.boundary(faults.INGEST_AFTER_COMMIT)
-    ensure_tier_tables(spark, spec, payload_schema(out.schema))
+    # held existed before this ingest (its own writer appends only to one): its tiers were
+    # completed at the start (`complete_tier_tables`)
     return _result(spec, out, prof, counts, state)
 
 
@@ -248,7 +249,8 @@ def _append_with_spark(spark: SparkSession, spec: FeedSpec, out: _Output, versio
         else:
             _record_moved(spark, spec, out, state, lease=lease)
         faults.boundary(faults.INGEST_AFTER_COMMIT)
-        ensure_tier_tables(spark, spec, payload_schema(out.schema))
+        if not out.held_log.exists:  # this ingest created held: its tiers next (else done at the start)
+            ensure_tier_tables(spark, spec, payload_schema(out.schema))
     finally:
         if not fresh:
             versions.unpersist()

@@ -147,13 +147,22 @@ def complete_tier_tables(spark: SparkSession, spec: FeedSpec, held_log: TableLog
     stream's release) calls it first, so a feed never depends on the run that started creating
     its tables having finished; creation is "only if absent" (`create_own_table`), so a run
     that meets a table another created in the meantime goes on with it. No table missing: one
-    existence check per tier, no schema read."""
+    existence check per tier (a log listing, on S3 a request), once per process and set of
+    tiers: waterline never deletes a tier table, so a feed seen complete stays so."""
     if not held_log.exists:
+        return []
+    paths = tuple(spec.tier_path(t) for t in spec.tiers)
+    if paths in _COMPLETE:
         return []
     missing = [t for t in spec.tiers if not is_delta_table(spec.tier_path(t))]
     if missing:
         ensure_tier_tables(spark, spec, payload_schema(table_schema(held_log)), tiers=missing)
+    _COMPLETE.add(paths)
     return missing
+
+
+#: The tier tables (their paths) `complete_tier_tables` saw or made complete in this process.
+_COMPLETE: set[tuple[str, ...]] = set()
 
 
 def create_own_table(spark: SparkSession, path: str, schema: StructType, state: HeldState | TierState,
