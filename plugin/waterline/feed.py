@@ -28,7 +28,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from waterline.clock import Clock, SystemClock, duration_us, format_instant, parse_duration, parse_instant, to_us
-from waterline.engine.core.due import DueMoments, due_moments
+from waterline.engine.core.due import DueMoments
 from waterline.engine.core.results import (
     FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseResult, TableSummary, TierAudit, TierProof,
     WaterlineHistory,
@@ -200,8 +200,9 @@ class Feed:
 
     def due(self) -> DueMoments:
         """Whether a release is due now, or a due moment is near enough to start a run that
-        waits for it (the question the Dagster sensor and the Airflow trigger ask)."""
-        return due_moments(self.spec, self.status())
+        waits for it: the one "is a release due?" decision (`DueMoments.of` of `status`), which
+        the Dagster sensor, the Airflow trigger and the Airflow release operator act on."""
+        return DueMoments.of(self.spec, self.status())
 
     def read(self, tier: str, as_of: Instant | None = None, columns: list[str] | None = None, *,
              version: int | None = None) -> pa.Table:

@@ -97,3 +97,14 @@ def test_no_pre_arming_beyond_the_lead_time_in_event_mode_or_with_lead_zero():
     assert armed_key(replace(SPEC, release_lead_seconds=0), state(rt_due=False, emb_next=NOW + 1)) is None
     event = replace(SPEC, waterline=WaterlineSpec(mode="event"))
     assert armed_key(event, state(rt_due=False, emb_next=NOW + 1)) is None
+
+
+def test_the_sensor_decides_from_the_feeds_due_answer():
+    from waterline.engine.core.due import DueMoments
+
+    for s, cursor in ((state(), {}), (state(rt_due=False), {}), (state(rt_due=False, emb_next=NOW + 10_000_000), {}),
+                      (state(), {"run_key": f"f:1:{NEG_INF}", "due_key": f"f:1:{NEG_INF}"})):
+        answer = DueMoments.of(SPEC, s)  # what Feed.due() gives for this state
+        assert decide(SPEC, answer, cursor, "FAILURE") == decide(SPEC, s, cursor, "FAILURE")
+    request = decide(SPEC, DueMoments.of(SPEC, state()), {})
+    assert request.run_key == DueMoments.of(SPEC, state()).run_key and request.tags["waterline/due"] == "now"

@@ -34,3 +34,32 @@ def test_releases_of_disjoint_tiers_combine_into_one_naming_every_tier():
     three = combine_releases([first, second, third])
     assert three.tiers["rt"].w_us == 22 and three.tiers["rt"].previous_w_us == 10
     assert (three.tiers["rt"].released, three.tiers["rt"].updated) == (2, 1) and three.tiers["late"] == late
+
+
+def test_the_due_decision_names_the_moment_a_run_is_for_and_its_run_key():
+    from waterline.clock import format_instant
+    from waterline.engine.core.due import DueMoments
+    from waterline.engine.core.status import FeedStatus, TierStatus
+    from waterline.semantics import NEG_INF
+    from waterline.spec import spec_from_dict
+
+    spec = spec_from_dict({
+        "feed": "f", "warehouse": "/tmp/wl-never-written", "source": {"format": "json", "path": "/tmp/x/{partition}"},
+        "partitions": {"static": ["a"]}, "key": ["id"], "event_time": "t",
+        "tiers": {"rt": "TRUE", "emb": "t <= WATERLINE()"},
+    })
+    now, soon = 1_800_000_000_000_000, 1_800_000_010_000_000  # soon: inside the default lead
+
+    def status(rt_due: bool, emb_next: int | None, hold: bool = False) -> FeedStatus:
+        return FeedStatus(feed="f", now_us=now, seq=4, release_w_us=now, event_w_us=None, tiers={
+            "rt": TierStatus("rt", None, 0, False, None, 1, NEG_INF if rt_due else None, rt_due),
+            "emb": TierStatus("emb", None, 0, hold, None, 1, emb_next, False)})
+
+    due_now = DueMoments.of(spec, status(True, soon))
+    assert (due_now.run_for_us, due_now.run_key, due_now.run_for_text) == (NEG_INF, f"f:4:{NEG_INF}", "now")
+    armed = DueMoments.of(spec, status(False, soon))
+    assert armed.due_us is None and armed.run_key == f"f:4:{soon}" == armed.key_of(armed.armed_us)
+    assert armed.run_for_text == format_instant(soon)
+    held = DueMoments.of(spec, status(False, soon, hold=True))
+    assert (held.run_for_us, held.run_key, held.run_for_text) == (None, None, None)
+    assert held.reason == "nothing due; no pending versions; on hold: emb"

@@ -1,25 +1,29 @@
-"""The release sensor: decides from Delta commit metadata alone whether a release is due.
+"""The release sensor: starts a release run when `waterline.Feed.due` says one is due.
 
-A tick asks `waterline.Feed.due`, which reads the held and tier tables' latest
-waterline states with the ``deltalake`` package: no Spark, no JVM, no pyspark import. When something is due it requests one run of
-``<feed>_release`` whose ``run_key`` names the due moment
-(``<feed>:<seq>:<next_due_us>``), so one due moment launches one run however
-many ticks see it before the release lands. A due moment within
-``release_lead_seconds`` (clock mode) is requested ahead: the run waits for it.
+A tick asks `waterline.Feed.due` (the one "is a release due?" decision, which the Airflow
+trigger asks too); it reads the held and tier tables' latest waterline states with the
+``deltalake`` package: no Spark, no JVM, no pyspark import. The sensor only turns that
+decision into Dagster terms: when a run is due it requests one run of ``<feed>_release``
+whose ``run_key`` is the decision's `waterline.DueMoments.run_key`
+(``<feed>:<seq>:<due moment µs>``), so one due moment launches one run however many ticks
+see it before the release lands. A due moment within ``release_lead_seconds`` (clock mode)
+is requested ahead: the run waits for it.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from dagster import DefaultSensorStatus, RunRequest, RunsFilter, SensorEvaluationContext, SkipReason, sensor
 
-from waterline.clock import Clock, format_instant
-from waterline.engine.core.due import armed_due_us, due_now_us, nothing_due_reason
-from waterline.engine.core.status import FeedStatus
+from waterline.clock import Clock
+from waterline.engine.core.due import DueMoments
 from waterline.feed import Feed
-from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
+
+if TYPE_CHECKING:
+    from waterline.engine.core.status import FeedStatus
 
 
 def release_job_name(spec: FeedSpec) -> str:
@@ -36,8 +40,10 @@ FAILED = ("FAILURE", "CANCELED")
 DUE_TAG = "waterline/due_us"
 
 
-def decide(spec: FeedSpec, state: FeedStatus, cursor: dict, last_run_status: str | None = None) -> RunRequest | SkipReason:
-    """The sensor's decision for one observed state (pure; no I/O).
+def decide(spec: FeedSpec, due: DueMoments | FeedStatus, cursor: dict,
+           last_run_status: str | None = None) -> RunRequest | SkipReason:
+    """The sensor's decision for one `Feed.due` answer (pure; no I/O). A `FeedStatus` is
+    taken as the answer `Feed.due` gives for it (`DueMoments.of`).
 
     ``cursor`` holds the last requested ``run_key`` and the ``due_key`` it was
     for; ``last_run_status`` is that run's Dagster status name when known.
@@ -46,9 +52,10 @@ def decide(spec: FeedSpec, state: FeedStatus, cursor: dict, last_run_status: str
     moment). A due moment gets one run; if that run failed or was canceled it
     gets one more, keyed ``<due_key>:retry<n>``.
     """
-    key = due_key(spec, state) or armed_key(spec, state)
+    due = _moments(spec, due)
+    key = due.run_key
     if key is None:
-        return SkipReason(nothing_due_reason(state))
+        return SkipReason(due.reason)
     last = cursor.get("run_key")
     if last and last_run_status in IN_FLIGHT:
         return SkipReason(f"release run for {last} is {last_run_status.lower()}; waiting for it to land")
@@ -57,28 +64,30 @@ def decide(spec: FeedSpec, state: FeedStatus, cursor: dict, last_run_status: str
         if last_run_status not in FAILED:
             return SkipReason(f"release already requested for this due moment (run_key {last}); waiting for it to land")
         run_key = f"{key}:retry{int(cursor.get('retries', 0)) + 1}"
-    next_due = int(key.rsplit(":", 1)[1])
-    when = "now" if next_due <= NEG_INF else format_instant(next_due)
     return RunRequest(
         run_key=run_key,
         tags={
-            "waterline/feed": spec.feed, "waterline/seq": str(state.seq), "waterline/due": when,
-            DUE_TAG: str(next_due),
+            "waterline/feed": spec.feed, "waterline/seq": str(due.status.seq), "waterline/due": due.run_for_text,
+            DUE_TAG: str(due.run_for_us),
         },
     )
 
 
 def due_key(spec: FeedSpec, state: FeedStatus) -> str | None:
-    """``<feed>:<seq>:<next_due_us>`` naming the current due moment, None when nothing is due."""
-    due = due_now_us(state)
-    return None if due is None else f"{spec.feed}:{state.seq}:{due}"
+    """``<feed>:<seq>:<next_due_us>`` naming the moment a release is due now, None when none is."""
+    due = DueMoments.of(spec, state)
+    return due.key_of(due.due_us)
 
 
 def armed_key(spec: FeedSpec, state: FeedStatus) -> str | None:
-    """The due-moment key of a release to pre-arm now (`waterline.engine.core.due.armed_due_us`),
-    None when none is within the lead time."""
-    due = armed_due_us(spec, state)
-    return None if due is None else f"{spec.feed}:{state.seq}:{due}"
+    """The due-moment key of a release to pre-arm now (`DueMoments.armed_us`), None when none
+    is within the lead time."""
+    due = DueMoments.of(spec, state)
+    return due.key_of(due.armed_us)
+
+
+def _moments(spec: FeedSpec, due: DueMoments | FeedStatus) -> DueMoments:
+    return due if isinstance(due, DueMoments) else DueMoments.of(spec, due)
 
 
 def build_release_sensor(
@@ -89,7 +98,7 @@ def build_release_sensor(
     clock: Clock | None = None,
 ):
     """``<feed>_release_sensor``: one RunRequest of ``<feed>_release`` per due moment."""
-    feed = Feed(spec, clock=clock)  # its status() reads Delta logs only: a tick never starts Spark
+    feed = Feed(spec, clock=clock)  # its due() reads Delta logs only: a tick never starts Spark
     target = {"job": job} if job is not None else {"job_name": release_job_name(spec)}
 
     @sensor(
@@ -104,14 +113,14 @@ def build_release_sensor(
     )
     def _release_sensor(context: SensorEvaluationContext):
         cursor = _load_cursor(context.cursor)
-        state = feed.status()
-        key = due_key(spec, state) or armed_key(spec, state)
+        due = feed.due()
+        key = due.run_key
         status = _run_status(context, cursor.get("run_key")) if key is not None else None
-        decision = decide(spec, state, cursor, status)
+        decision = decide(spec, due, cursor, status)
         if isinstance(decision, RunRequest):
             retries = int(cursor.get("retries", 0)) + 1 if key == cursor.get("due_key") else 0
             context.update_cursor(json.dumps(
-                {"run_key": decision.run_key, "due_key": key, "seq": state.seq, "retries": retries},
+                {"run_key": decision.run_key, "due_key": key, "seq": due.status.seq, "retries": retries},
                 sort_keys=True,
             ))
         return decision

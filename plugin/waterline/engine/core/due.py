@@ -1,10 +1,10 @@
 """When the next release is due, from a `FeedStatus` alone (pure; no I/O, no Spark).
 
-Shared by the orchestrators that decide when to start a release: the Dagster
-release sensor and the Airflow deferrable trigger. Both ask the same two
-questions of the commit state: is a release due now, and, failing that, is a
-due moment close enough (within ``release_lead_seconds``) to start a run that
-waits for it.
+The one "is a release due?" decision (`DueMoments.of`, which `waterline.Feed.due`
+answers with). The orchestrators that decide when to start a release, the Dagster
+release sensor and the Airflow deferrable trigger, take it from there and only
+act on it: is a release due now, and, failing that, is a due moment close enough
+(within ``release_lead_seconds``) to start a run that waits for it.
 """
 
 from __future__ import annotations
@@ -26,10 +26,33 @@ class DueMoments:
     armed_us: int | None  # else an upcoming moment within the lead to start a waiting run for (clock mode)
     upcoming_us: int | None  # the earliest moment anything changes for a tier not on hold
 
+    @classmethod
+    def of(cls, spec: FeedSpec, status: FeedStatus) -> DueMoments:
+        """The decision for ``status``: what `due_now_us`, `armed_due_us` and `upcoming_due_us` say of it."""
+        return cls(status=status, due_us=due_now_us(status), armed_us=armed_due_us(spec, status),
+                   upcoming_us=upcoming_due_us(status))
+
     @property
     def run_for_us(self) -> int | None:
         """The moment a release run should be started for now, None when none should."""
         return self.due_us if self.due_us is not None else self.armed_us
+
+    @property
+    def run_key(self) -> str | None:
+        """``<feed>:<seq>:<run_for_us>`` naming the moment a run is for, None when none should
+        start. Every look at the same commit state names the same moment (and a pre-armed moment
+        has the key it has once due, while no ingest intervenes), so a scheduler starts one run per key."""
+        return self.key_of(self.run_for_us)
+
+    def key_of(self, moment_us: int | None) -> str | None:
+        """The `run_key` form for ``moment_us`` (one of this decision's moments), None for None."""
+        return None if moment_us is None else f"{self.status.feed}:{self.status.seq}:{moment_us}"
+
+    @property
+    def run_for_text(self) -> str | None:
+        """`run_for_us` as text: ``now`` for a release due at once, else the ISO instant."""
+        at = self.run_for_us
+        return None if at is None else "now" if at <= NEG_INF else format_instant(at)
 
     @property
     def reason(self) -> str:
@@ -39,12 +62,6 @@ class DueMoments:
         if self.armed_us is not None:
             return f"due moment {format_instant(self.armed_us)} is within the lead"
         return nothing_due_reason(self.status)
-
-
-def due_moments(spec: FeedSpec, status: FeedStatus) -> DueMoments:
-    """What `due_now_us`, `armed_due_us` and `upcoming_due_us` say of ``status``."""
-    return DueMoments(status=status, due_us=due_now_us(status), armed_us=armed_due_us(spec, status),
-                      upcoming_us=upcoming_due_us(status))
 
 
 def due_now_us(state: FeedStatus) -> int | None:
