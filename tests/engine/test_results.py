@@ -63,3 +63,26 @@ def test_the_due_decision_names_the_moment_a_run_is_for_and_its_run_key():
     held = DueMoments.of(spec, status(False, soon, hold=True))
     assert (held.run_for_us, held.run_key, held.run_for_text) == (None, None, None)
     assert held.reason == "nothing due; no pending versions; on hold: emb"
+
+
+def test_a_tier_proof_carries_its_summary_and_a_feed_its_verdict():
+    from waterline.engine.core.results import ReleaseProof, TierProof, feed_verdict
+
+    def commit(version: int, margin_us: int | None, breaches: int = 0) -> ReleaseProof:
+        return ReleaseProof(version=version, committed_us=version, writer_us=version, store_us=None, w_us=version,
+                            seq=version, operation="WRITE", inserted=2, updated=1, deleted=version,
+                            min_margin_us=margin_us, breaches=breaches)
+
+    clean = TierProof(tier="a", exists=True, releases=(commit(1, 5), commit(2, None), commit(3, 2)))
+    assert (clean.least_margin_us, clean.rows_released, clean.rows_deleted, clean.verdict) == (2, 9, 6, "clean")
+    early = TierProof(tier="b", exists=True, releases=(commit(1, 5), commit(2, -7, breaches=2)),
+                      unproven=((0, 0, "cleaned from the log"),))
+    assert (early.least_margin_us, early.breach_count, early.verdict) == (-7, 2, "BREACH")
+    unseen = TierProof(tier="c", exists=True, unproven=((0, 4, "cleaned from the log"),))
+    assert (unseen.least_margin_us, unseen.rows_released, unseen.verdict) == (None, 0, "not proven")
+    new = TierProof(tier="d", exists=False)
+    assert (new.least_margin_us, new.verdict) == (None, "no table")
+    assert "verdict" not in new.to_dict()  # summaries are derived: --json prints the proof as before
+    assert feed_verdict([clean, new]) == "clean" and feed_verdict([]) == "clean"
+    assert feed_verdict([clean, unseen, new]) == "not proven"
+    assert feed_verdict([unseen, early, clean]) == "BREACH"

@@ -200,11 +200,9 @@ def proof_lines(feed: str, proofs: Mapping[str, TierProof]) -> list[str]:
     """The task log's account of a proof: a line per tier, then each breach and unproven range."""
     lines = []
     for tier, p in proofs.items():
-        margins = [r.min_margin_us for r in p.releases if r.min_margin_us is not None]
-        least = "none" if not margins else f"{min(margins) / 1e6:.3f} s"
-        lines.append(f"audit {feed}/{tier}: {len(p.releases)} commits, "
-                     f"{sum(r.inserted + r.updated for r in p.releases)} rows released, least margin {least}, "
-                     f"{p.breach_count} breaches" + ("" if p.exists else " (no table yet)"))
+        least = "none" if p.least_margin_us is None else f"{p.least_margin_us / 1e6:.3f} s"
+        lines.append(f"audit {feed}/{tier}: {len(p.releases)} commits, {p.rows_released} rows released, "
+                     f"least margin {least}, {p.breach_count} breaches" + ("" if p.exists else " (no table yet)"))
         lines += [f"BREACH {feed}/{tier} v{b.version} {b.change} {b.key} (seq {b.seq}): due {_instant(b.due_us)}, "
                   f"committed before {_instant(b.committed_us)}" for b in p.breaches]
         lines += [f"not proven {feed}/{tier} versions {a}-{b}: {why}" for a, b, why in p.unproven]

@@ -11,6 +11,7 @@ from waterline.cli.kafka import kafka_group
 from waterline.cli.spark import spark_group
 from waterline.cli.stream import stream
 from waterline.clock import duration_us, parse_duration, parse_instant
+from waterline.engine.core.results import feed_verdict
 from waterline.errors import WaterlineError
 from waterline.feed import Feed, load
 
@@ -217,7 +218,7 @@ def audit(spec: str, tier: str | None, from_: str | None, to: str | None, as_jso
         click.echo(json.dumps({t: p.to_dict() for t, p in proofs.items()}, indent=2, default=str))
     else:
         click.echo(render.proof_report(feed.spec.feed, proofs))
-    if not all(p.clean for p in proofs.values()):
+    if feed_verdict(proofs.values()) != "clean":
         raise click.exceptions.Exit(EXIT_NOT_PROVEN)
 
 

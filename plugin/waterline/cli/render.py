@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from waterline.clock import format_duration, format_instant
+from waterline.engine.core.results import feed_verdict
 
 
 def indent(text: str, prefix: str = "  ") -> str:
@@ -59,14 +60,11 @@ def proof_report(feed: str, proofs) -> str:
     (commit - due) and breaches; then each breach and each range that could not be proven."""
     rows, lines = [], []
     for tier, p in proofs.items():
+        least = p.least_margin_us
+        rows.append((tier, len(p.releases), p.rows_released, p.rows_deleted, None if least is None else _signed(least),
+                     p.breach_count, p.verdict))
         if not p.exists:
-            rows.append((tier, 0, 0, 0, None, 0, "no table"))
             continue
-        margins = [r.min_margin_us for r in p.releases if r.min_margin_us is not None]
-        least = min(margins, default=None)
-        rows.append((tier, len(p.releases), sum(r.inserted + r.updated for r in p.releases),
-                     sum(r.deleted for r in p.releases), None if least is None else _signed(least), p.breach_count,
-                     "clean" if p.clean else "BREACH" if p.breach_count else "not proven"))
         for b in p.breaches:
             due = "never, at its W_T" if b.due_us is None else format_instant(b.due_us)
             lines.append(f"BREACH {tier} v{b.version} {b.change} {b.key} (seq {b.seq}): due {due}, "
@@ -76,7 +74,7 @@ def proof_report(feed: str, proofs) -> str:
             lines.append(f"BREACH {tier}: {p.breach_count - shown} more (see --json or narrow --from/--to)")
         for first, last, why in p.unproven:
             lines.append(f"not proven {tier} versions {first}-{last}: {why}")
-    head = f"audit {feed}: {'clean' if all(p.clean for p in proofs.values()) else 'NOT CLEAN'}"
+    head = f"audit {feed}: {'clean' if feed_verdict(proofs.values()) == 'clean' else 'NOT CLEAN'}"
     body = table(["tier", "commits", "rows released", "deleted", "least margin", "breaches", ""], rows)
     return "\n".join([head, body, *lines])
 

@@ -18,6 +18,7 @@ what fails.
 
 # no `from __future__ import annotations`: Dagster reads the context annotation at definition time
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from dagster import (
 
 from waterline.dagster.resources import RESOURCE_KEY, WaterlineResource
 from waterline.dagster.translator import AUDIT_REPORT, WaterlineTranslator
+from waterline.engine.core.results import TierProof, feed_verdict
 from waterline.reports import audit_page, audit_summary
 from waterline.sharing.tokens import TokenStore, default_store_path
 from waterline.spec import FeedSpec
@@ -63,17 +65,16 @@ def build_audit_report_asset(spec: FeedSpec, translator: WaterlineTranslator, *,
         folder.mkdir(parents=True, exist_ok=True)
         page = folder / f"audit-{context.run.run_id}.html"
         page.write_text(audit_page(spec.feed, proofs, events, generated_us=now), encoding="utf-8")
-        summary = audit_summary(proofs)
-        context.log.info(f"audit {spec.feed}: " + "; ".join(f"{r['tier']} {r['verdict']} ({r['commits']} commits)"
-                                                            for r in summary) + f"; page {page}")
-        yield MaterializeResult(asset_key=asset_spec.key, metadata=report_metadata(summary, page))
+        context.log.info(f"audit {spec.feed}: " + "; ".join(f"{tier} {p.verdict} ({len(p.releases)} commits)"
+                                                            for tier, p in proofs.items()) + f"; page {page}")
+        yield MaterializeResult(asset_key=asset_spec.key, metadata=report_metadata(proofs, page))
 
     return _audit_report
 
 
-def report_metadata(summary: list[dict[str, Any]], page: Path) -> dict[str, Any]:
-    """The materialization's metadata from `audit_summary` rows and the page's path."""
-    verdicts = {r["verdict"] for r in summary} - {"no table"}
+def report_metadata(proofs: Mapping[str, TierProof], page: Path) -> dict[str, Any]:
+    """The materialization's metadata: the proofs' `audit_summary` rows, the feed's verdict and the page's path."""
+    summary = audit_summary(proofs)
     out: dict[str, Any] = {
         "summary": MetadataValue.table(
             # a record's fields are all present and never None: a tier with no timed release shows "-"
@@ -81,8 +82,7 @@ def report_metadata(summary: list[dict[str, Any]], page: Path) -> dict[str, Any]
                                   for k, v in r.items()}) for r in summary],
             schema=TableSchema(columns=[TableColumn(name=n, type=t) for n, t in _COLUMNS])),
         "report": MetadataValue.path(str(page)),
-        "verdict": MetadataValue.text("BREACH" if "BREACH" in verdicts else "not proven" if "not proven" in verdicts
-                                      else "clean"),
+        "verdict": MetadataValue.text(feed_verdict(proofs.values())),
     }
     for r in summary:
         out[f"{r['tier']}/commits"] = MetadataValue.int(r["commits"])

@@ -125,16 +125,15 @@ def proven_through(instance: DagsterInstance, check_key: AssetCheckKey) -> int |
 
 def proof_result(check_key: AssetCheckKey, proof: TierProof, start: int | None, end: int) -> AssetCheckResult:
     """The check's result from the tier's proof over ``[start, end]``."""
-    margins = [r.min_margin_us for r in proof.releases if r.min_margin_us is not None]
     meta: dict[str, Any] = check_metadata({
-        "commits_proven": len(proof.releases), "rows_released": sum(r.inserted + r.updated for r in proof.releases),
-        "rows_deleted": sum(r.deleted for r in proof.releases), "breaches": proof.breach_count})
+        "commits_proven": len(proof.releases), "rows_released": proof.rows_released,
+        "rows_deleted": proof.rows_deleted, "breaches": proof.breach_count})
     meta[PROVEN_THROUGH] = MetadataValue.int(end)
     meta["proven_through"] = timestamp(end)
     if start is not None:
         meta["proven_from"] = timestamp(start)
-    if margins:
-        meta["least_margin_seconds"] = MetadataValue.float(min(margins) / 1e6)
+    if proof.least_margin_us is not None:
+        meta["least_margin_seconds"] = MetadataValue.float(proof.least_margin_us / 1e6)
     if proof.breaches:
         meta["breached_rows"] = MetadataValue.json([
             {"version": b.version, "key": [str(k) for k in b.key], "seq": b.seq, "change": b.change,
@@ -143,11 +142,11 @@ def proof_result(check_key: AssetCheckKey, proof: TierProof, start: int | None, 
     if proof.unproven:
         meta["not_proven"] = MetadataValue.json([{"versions": [a, b], "why": why} for a, b, why in proof.unproven])
     since = "every retained commit" if start is None else "commits since the last check"
-    if not proof.exists:
+    if proof.verdict == "no table":
         description = "no tier table yet"
-    elif proof.breach_count:
+    elif proof.verdict == "BREACH":
         description = f"{proof.breach_count} row(s) released before they were due ({since})"
-    elif proof.unproven:
+    elif proof.verdict == "not proven":
         description = "; ".join(f"versions {a}-{b} not proven: {why}" for a, b, why in proof.unproven)
     else:
         description = f"{len(proof.releases)} commit(s) proven on time ({since})"

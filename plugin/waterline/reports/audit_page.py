@@ -16,28 +16,23 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from waterline.engine.core.results import TierProof
+from waterline.engine.core.results import TierProof, feed_verdict
 from waterline.reports.page import EVENT_COLORS, as_json, event_label, figure, instant, page, table, when
 
 _SECOND = 1_000_000
 #: Entitlement changes drawn on one timeline at most (the table lists them all).
 MAX_EVENT_LINES = 40
+#: The page's style class of each feed verdict (`feed_verdict`).
+_VERDICT_CLASS = {"clean": "clean", "BREACH": "breach", "not proven": "unproven"}
 
 
 def audit_summary(proofs: Mapping[str, TierProof]) -> list[dict[str, Any]]:
     """One row per tier: commits, rows released and deleted, least margin (s), breaches,
     unproven ranges and the verdict (``clean``, ``BREACH``, ``not proven``, ``no table``)."""
-    rows = []
-    for tier, p in proofs.items():
-        margins = [r.min_margin_us for r in p.releases if r.min_margin_us is not None]
-        verdict = ("no table" if not p.exists else "clean" if p.clean
-                   else "BREACH" if p.breach_count else "not proven")
-        rows.append({"tier": tier, "commits": len(p.releases),
-                     "rows_released": sum(r.inserted + r.updated for r in p.releases),
-                     "deleted": sum(r.deleted for r in p.releases),
-                     "least_margin_s": None if not margins else round(min(margins) / _SECOND, 3),
-                     "breaches": p.breach_count, "unproven": len(p.unproven), "verdict": verdict})
-    return rows
+    return [{"tier": tier, "commits": len(p.releases), "rows_released": p.rows_released, "deleted": p.rows_deleted,
+             "least_margin_s": None if p.least_margin_us is None else round(p.least_margin_us / _SECOND, 3),
+             "breaches": p.breach_count, "unproven": len(p.unproven), "verdict": p.verdict}
+            for tier, p in proofs.items()]
 
 
 def _feed_events(feed: str, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -99,11 +94,9 @@ def audit_page(feed: str, proofs: Mapping[str, TierProof], events: Sequence[Mapp
     and the breaches and unproven ranges; ``events`` (the entitlement trail, oldest first)
     restricted to this feed. It carries ``{tier: proof}`` as `waterline audit --json` prints it."""
     summary = audit_summary(proofs)
-    clean = all(p.clean for p in proofs.values())
     mine = _feed_events(feed, events)
-    verdict = ('<span class="verdict clean">clean</span>' if clean else
-               '<span class="verdict breach">BREACH</span>' if any(p.breach_count for p in proofs.values())
-               else '<span class="verdict unproven">not proven</span>')
+    overall = feed_verdict(proofs.values())
+    verdict = f'<span class="verdict {_VERDICT_CLASS[overall]}">{overall}</span>'
     span = f"commits from {instant(from_us) if from_us else 'the first retained'} " \
            f"to {instant(to_us) if to_us else 'the last'}"
     sections = [

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from waterline.clock import format_instant
 from waterline.policy import ReleasePlan, describe_plan, plan_to_json
+
+
+#: What a release proof concludes, for a tier (`TierProof.verdict`) or a feed (`feed_verdict`).
+Verdict = Literal["clean", "BREACH", "not proven", "no table"]
 
 
 class _Result:
@@ -264,12 +269,47 @@ class TierProof(_Result):
 
     @property
     def breach_count(self) -> int:
+        """Rows released before they were due, over every commit (``breaches`` lists the first ones)."""
         return sum(r.breaches for r in self.releases)
 
     @property
     def clean(self) -> bool:
         """No breach and nothing the proof could not see."""
         return self.breach_count == 0 and not self.unproven
+
+    @property
+    def least_margin_us(self) -> int | None:
+        """The least margin (commit minus due instant) over the commits' released rows: below zero
+        is a breach. None when no commit released a row with a finite due instant."""
+        return min((r.min_margin_us for r in self.releases if r.min_margin_us is not None), default=None)
+
+    @property
+    def rows_released(self) -> int:
+        """Rows the commits inserted or updated."""
+        return sum(r.inserted + r.updated for r in self.releases)
+
+    @property
+    def rows_deleted(self) -> int:
+        """Rows the commits deleted (expiry and removals)."""
+        return sum(r.deleted for r in self.releases)
+
+    @property
+    def verdict(self) -> Verdict:
+        """``no table`` (the tier has no table yet), ``clean``, ``BREACH`` (a row released before
+        it was due) or ``not proven`` (no breach, but commits the proof could not see)."""
+        if not self.exists:
+            return "no table"
+        return "clean" if self.clean else "BREACH" if self.breach_count else "not proven"
+
+
+def feed_verdict(proofs: Iterable[TierProof]) -> Verdict:
+    """The verdict over a feed's tier proofs: ``clean`` when every one is `TierProof.clean`
+    (a tier with no table yet has nothing to prove), else ``BREACH`` when any has a breach,
+    else ``not proven``."""
+    proofs = list(proofs)
+    if all(p.clean for p in proofs):
+        return "clean"
+    return "BREACH" if any(p.breach_count for p in proofs) else "not proven"
 
 
 @dataclass(frozen=True)
