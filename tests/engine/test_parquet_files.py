@@ -28,7 +28,7 @@ ROWS = pa.table({
 
 
 def test_stats_match_deltalake_for_what_they_bound(tmp_path):
-    """Counts match deltalake's statistics of the same files; bounds only for signed integers and dates."""
+    """Counts and bounds match deltalake's statistics of the same files (a nested column: none)."""
     table = tmp_path / "t"
     write_deltalake(str(table), ROWS.drop_columns(["unsigned"]))
     theirs = json.loads(_log_stats(table))
@@ -37,7 +37,7 @@ def test_stats_match_deltalake_for_what_they_bound(tmp_path):
     assert ours["numRecords"] == theirs["numRecords"] == 4
     for column, count in ours["nullCount"].items():
         assert theirs["nullCount"][column] == count, column
-    assert set(ours["minValues"]) == {"id", "n", "small", "day"}  # not string, decimal, nested, all-null
+    assert set(ours["minValues"]) == {"id", "n", "small", "day", "name", "price"}  # not nested, all-null
     for column in ours["minValues"]:
         assert (ours["minValues"][column], ours["maxValues"][column]) == \
                (theirs["minValues"][column], theirs["maxValues"][column]), column
@@ -51,14 +51,17 @@ def _log_stats(table) -> str:
     raise AssertionError("no add action")
 
 
-def test_unsigned_and_nested_columns_get_no_bounds(tmp_path):
+def test_bounds_merge_row_groups_and_a_type_spark_never_writes_leaves_the_file_unbounded(tmp_path):
     path = tmp_path / "f.parquet"
-    pq.write_table(ROWS, path, row_group_size=3)  # two row groups: bounds are merged across them
+    pq.write_table(ROWS.drop_columns(["unsigned"]), path, row_group_size=3)  # bounds merged over two row groups
     stats = json.loads(parquet_files.delta_stats(pq.read_metadata(path)))
-    assert stats["minValues"] == {"id": -3, "n": 1, "small": -2, "day": "2026-01-01"}
-    assert stats["maxValues"] == {"id": 7, "n": 4, "small": 3, "day": "2026-01-04"}
+    assert stats["minValues"] == {"id": -3, "n": 1, "small": -2, "day": "2026-01-01", "name": "a", "price": 1.5}
+    assert stats["maxValues"] == {"id": 7, "n": 4, "small": 3, "day": "2026-01-04", "name": "d", "price": 1.5}
     assert stats["nullCount"]["id"] == 1 and stats["nullCount"]["empty"] == 4
-    assert "nested" not in stats["nullCount"] and "unsigned" not in stats["minValues"]
+    assert "nested" not in stats["nullCount"]
+    pq.write_table(ROWS, path)  # an unsigned column: no bounds of its, so none of any column
+    stats = json.loads(parquet_files.delta_stats(pq.read_metadata(path)))
+    assert "minValues" not in stats and "maxValues" not in stats and stats["nullCount"]["id"] == 1
 
 
 def test_written_files_names_paths_as_delta_does(tmp_path):
@@ -107,8 +110,8 @@ def test_a_stats_column_list_selects_struct_leaves_as_delta_nests_them(tmp_path)
     columns = parquet_files.stats_columns({"delta.dataSkippingStatsColumns": "ID,h.h1, `s-t`.inner, name, l"})
     assert columns == (("ID",), ("h", "h1"), ("s-t", "inner"), ("name",), ("l",))
     stats = json.loads(parquet_files.delta_stats(pq.read_metadata(path), columns))
-    assert stats["minValues"] == {"id": -3, "h": {"h1": -4}, "s-t": {"inner": {"x": 3}}}
-    assert stats["maxValues"] == {"id": 5, "h": {"h1": 9}, "s-t": {"inner": {"x": 8}}}
+    assert stats["minValues"] == {"id": -3, "h": {"h1": -4}, "s-t": {"inner": {"x": 3}}, "name": "a"}
+    assert stats["maxValues"] == {"id": 5, "h": {"h1": 9}, "s-t": {"inner": {"x": 8}}, "name": "b"}
     # a leaf under a NULL struct is NULL; a list gets no statistics; a string gets its null count
     assert stats["nullCount"] == {"id": 1, "h": {"h1": 0}, "s-t": {"inner": {"x": 1}}, "name": 1}
 

@@ -171,8 +171,21 @@ Action = AddFile | RemoveFile | CdcFile | Txn | Metadata | Protocol | CommitInfo
 
 
 def encode_commit(actions: list[Action]) -> bytes:
-    """A commit file's bytes: one JSON action per line."""
-    return "\n".join(json.dumps(a.to_json(), separators=(",", ":")) for a in actions).encode()
+    """A commit file's bytes: one JSON action per line, in UTF-8 as Spark writes them."""
+    return "\n".join(_line(a.to_json()) for a in actions).encode()
+
+
+def _line(action: Json) -> str:
+    """One action as JSON with its characters as they are, not ``\\u`` escapes: delta-kernel's
+    readers (deltalake, polars, DuckDB) read the escaped pair of U+10FFFF in a statistic
+    wrongly and skip the file (a string bound ends with that character). A text that cannot
+    be UTF-8 (a lone surrogate) keeps the escapes."""
+    text = json.dumps(action, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(action, separators=(",", ":"))
+    return text
 
 
 def parse_commit(body: bytes) -> list[Action]:
