@@ -76,7 +76,7 @@ def written_files(table: str, folder: str, *, stats: bool,
             partition_values=_partition_values(obj.relative),
             size=obj.size,
             modified_ms=int(obj.modified_s * 1000),
-            stats=delta_stats(_footer(storage.join(root, obj.relative), obj.size), columns) if stats else None,
+            stats=delta_stats(footer(storage.join(root, obj.relative), obj.size), columns) if stats else None,
         ))
     return out
 
@@ -124,7 +124,8 @@ def _partition_values(relative: str) -> dict[str, str]:
     return values
 
 
-def _footer(uri: str, size: int) -> pq.FileMetaData:
+def footer(uri: str, size: int) -> pq.FileMetaData:
+    """The Parquet footer of the file at ``uri`` (``size`` bytes long), in one or two ranged reads."""
     tail = read_tail(uri, size, _TAIL)
     if tail[-4:] != _MAGIC:
         raise ValueError(f"{uri}: not a Parquet file (no footer)")

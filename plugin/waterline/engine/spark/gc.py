@@ -30,6 +30,7 @@ from waterline.engine.delta.objects import delete_tree
 from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import APP_COMMIT, TableLog
 from waterline.engine.spark.commits import commit_state, record_state
+from waterline.engine.spark.maintain import optimize
 from waterline.engine.spark.tables import read_delta
 from waterline.engine.spark.views import temp_view
 from waterline.spec import FeedSpec
@@ -90,7 +91,7 @@ def _gc_locked(spark: SparkSession, spec: FeedSpec, *, compact: bool, lease: Lea
         record_state(spark, spec.held_path, state)
     with commit_state(spark, state):
         if compact and removed:
-            spark.sql(f"OPTIMIZE {delta_path(spec.held_path)}")
+            optimize(spark, spec.held_path)
     dead.unpersist()
     return GcResult(feed=spec.feed, versions_before=total, versions_removed=removed,
                     files_compacted=bool(compact and removed))

@@ -15,7 +15,9 @@ hundreds of files and replays a long log. `maintain`, under the feed lease
    versions readers may travel to;
 2. **compaction**: Delta's OPTIMIZE (bin-packing, ``dataChange`` false: the
    change data feed gets no rows, readers see the same rows) over the
-   partitions that hold more than one file;
+   partitions that hold more than one file, with Spark's statistics off, then its
+   files restated with waterline's (`waterline.engine.delta.restated_stats`: Spark's
+   forms make deltalake, polars and DuckDB skip files);
 3. **checkpoint and log cleanup** (deltalake), past the log retention, and what
    it leaves (`waterline.engine.delta.leftovers`: older checkpoints, checksum files);
 4. **vacuum**: files no version within ``time_travel`` names are deleted
@@ -45,6 +47,7 @@ from waterline.engine.core.sqltext import delta_path, sql_string
 from waterline.engine.delta import storage
 from waterline.engine.delta.leftovers import checksum_leftovers, log_leftovers, prune_empty_folders
 from waterline.engine.delta.objects import delete_objects, delete_tree, list_tree
+from waterline.engine.delta.restated_stats import NO_STATS_CONF, restate_compaction
 from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.log.lease import Lease, feed_lease
@@ -123,9 +126,26 @@ def _compact(spark: SparkSession, path: str, log: TableLog, lease: Lease) -> int
         return 0
     lease.check()
     where = ", ".join(sql_string(p) for p in crowded)
-    spark.sql(f"OPTIMIZE {delta_path(path)} WHERE {C.PARTITION} IN ({where})").collect()
-    metrics = TableLog.open(path).last_commit_metrics()
+    metrics = optimize(spark, path, f"{C.PARTITION} IN ({where})")
     return int(metrics.get("numRemovedFiles", metrics.get("numFilesRemoved", 0)))
+
+
+def optimize(spark: SparkSession, path: str, where: str | None = None) -> dict[str, int]:
+    """Delta's OPTIMIZE of the table at ``path`` (of the partitions ``where`` selects), its
+    new files described by waterline's statistics, not Spark's (see
+    `waterline.engine.delta.restated_stats`); the compaction's operation metrics."""
+    previous = spark.conf.get(NO_STATS_CONF, None)
+    spark.conf.set(NO_STATS_CONF, "false")
+    try:
+        spark.sql(f"OPTIMIZE {delta_path(path)}" + (f" WHERE {where}" if where else "")).collect()
+    finally:
+        if previous is None:
+            spark.conf.unset(NO_STATS_CONF)
+        else:
+            spark.conf.set(NO_STATS_CONF, previous)
+    metrics = TableLog.open(path).last_commit_metrics()
+    restate_compaction(path)
+    return metrics
 
 
 def _vacuum(path: str, log: TableLog, retention_us: int) -> int:
