@@ -16,6 +16,7 @@ column by every reader (`tests.interop.filtered_reads`).
 from __future__ import annotations
 
 import glob
+import json
 import os
 from datetime import datetime, timezone
 
@@ -233,7 +234,7 @@ def test_filtered_reads_of_every_types_extremes_miss_no_row(spark, tmp_path):
     from tests.interop.filtered_reads import every_reader
     from waterline import Feed
 
-    spec = extreme_spec(tmp_path)
+    spec = extreme_spec(tmp_path, audiences={"r": ["all"]})
     feed = Feed(spec, spark=spark, clock=far_future_clock())
     write_source(tmp_path, "tame", tame_rows()[:2])
     write_source(tmp_path, "wild", wild_rows()[:1])
@@ -271,3 +272,36 @@ def test_filtered_reads_of_every_types_extremes_miss_no_row(spark, tmp_path):
            "polars": pl.read_delta(path, columns=["id"])["id"].to_list(),
            "duckdb": [r[0] for r in duck.execute(f"SELECT id FROM delta_scan('{path}')").fetchall()]}
     assert all(sorted(v) == [1, 2, 3, 5, 6] for v in ids.values()), ids
+    _shared_as_released(spec, tmp_path, [1, 2, 3, 5, 6])
+
+
+def _shared_as_released(spec, root, ids: list[int]) -> None:
+    """The sharing server answers /query and /changes on the extremes' tier in both response
+    formats, and the files it hands out hold the tier's rows."""
+    import io
+
+    import pyarrow.parquet as pq
+    import requests
+
+    from tests.sharing.conftest import serve
+
+    server = serve(spec, root, audiences={"r": ["all"]})
+    try:
+        base = f"{server.endpoint}/shares/f/schemas/tiers/tables/all"
+        for response_format in ("parquet", "delta"):
+            headers = {"Authorization": f"Bearer {server.tokens['r']}",
+                       "delta-sharing-capabilities": f"responseformat={response_format}"}
+            query = requests.post(f"{base}/query", json={}, headers=headers, timeout=60)
+            changes = requests.get(f"{base}/changes", params={"startingVersion": 0}, headers=headers, timeout=60)
+            assert query.status_code == changes.status_code == 200, (query.text[:300], changes.text[:300])
+            urls = []
+            for line in query.text.splitlines():
+                entry = json.loads(line).get("file")
+                if entry:
+                    urls.append(entry["url"] if response_format == "parquet"
+                                 else entry["deltaSingleAction"]["add"]["path"])
+            got = [i for url in urls
+                   for i in pq.read_table(io.BytesIO(requests.get(url, timeout=60).content)).column("id").to_pylist()]
+            assert sorted(got) == ids, response_format
+    finally:
+        server.stop()
