@@ -5,7 +5,8 @@ year-9999 dates and timestamps, ±Inf, -0.0, subnormal doubles, DECIMAL(38, s) a
 limits, BIGINT's limits, empty, NUL-bearing, non-BMP, path- and SQL-looking strings,
 strings of U+10FFFF, binary, nested columns, an always-NULL column); ``wild`` adds the
 values no bound can be written for (NaN, ``9999-12-31 23:59:59.999999``, a 100 KB
-string), so its files carry none. Sources are Parquet files written with pyarrow;
+string, an ``event_time`` at 9999-12-31 23:59:59.999999, and one at 0001-01-01), so its
+files carry none. Sources are Parquet files written with pyarrow;
 ``event_time`` stays text, as in `tests.engine.feedkit`.
 """
 
@@ -51,12 +52,12 @@ SCHEMA = pa.schema([
     ("m", pa.map_(pa.string(), pa.int64())),
 ])
 #: Columns a filtered read is checked on (nested ones are payload only).
-FILTERED = ("id", "big", "n", "flag", "d", "f", "dec", "frac", "ts", "ntz", "day", "s", "bin", "nothing")
+FILTERED = ("id", "event_time", "big", "n", "flag", "d", "f", "dec", "frac", "ts", "ntz", "day", "s", "bin", "nothing")
 
 
-def _row(i: int, minute: int, **values) -> dict:
+def _row(i: int, minute: int, event_time: str | None = None, **values) -> dict:
     row = {name: None for name in SCHEMA.names}
-    row.update(id=i, event_time=f"2026-01-01 10:{minute:02d}:00", **values)
+    row.update(id=i, event_time=event_time or f"2026-01-01 10:{minute:02d}:00", **values)
     return row
 
 
@@ -83,12 +84,13 @@ def tame_rows() -> list[dict]:
 def wild_rows() -> list[dict]:
     """Values no bound can be written for, beside ordinary ones."""
     return [
-        _row(5, 4, big=7, n=7, flag=False, d=math.nan, f=math.nan, dec=Decimal("-0.01"), frac=Decimal("0.5"),
+        _row(5, 4, "9999-12-31 23:59:59.999999", big=7, n=7, flag=False, d=math.nan, f=math.nan, dec=Decimal("-0.01"), frac=Decimal("0.5"),
              ts=LAST.replace(tzinfo=UTC), ntz=LAST, day=date(2000, 2, 29), s="x" * 100_000 + "y",
              bin=b"\xff" * 5000, st={"x": 1, "y": "y" * 100_000}, arr=[None], m=[("", 0)]),
         _row(6, 5, big=-7, n=-7, flag=True, d=2.5, f=2.5, dec=Decimal("2.00"), frac=Decimal("-0.5"),
              ts=datetime(2026, 1, 1, tzinfo=UTC), ntz=datetime(2026, 1, 1), day=date(2026, 1, 2), s="NVDA",
              bin=None, st=None, arr=None, m=None),
+        _row(7, 6, "0001-01-01 00:00:00", s="first"),
     ]
 
 

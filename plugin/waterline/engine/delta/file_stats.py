@@ -174,10 +174,6 @@ class _Bound:
         self.text = text
 
 
-def _same(raw: Any) -> Any:
-    return raw
-
-
 def _bounds_of(column: pq.ColumnSchema, nan_free: bool) -> _Bound | None:
     """How to write a column's footer bounds as Delta statistics; None for a column that needs
     none; raises `Unbounded` for a type whose bounds are never written."""
