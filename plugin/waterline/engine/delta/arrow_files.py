@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from waterline.engine.core.arrow_keys import matching_rows
 from waterline.engine.delta import storage
-from waterline.engine.delta.file_stats import annotate
+from waterline.engine.delta.file_stats import write_parquet
 from waterline.engine.delta.objects import create_if_absent
 from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED, partition_folder
 
@@ -117,8 +117,8 @@ def write_partitioned(rows: pa.Table, root: str, *, partition_by: str) -> int:
         folder = f"{base.rstrip('/')}/{attempt}/{partition_folder(partition_by, value)}"
         if not storage.is_s3(root):  # S3 has no folders to create
             fs.create_dir(folder, recursive=True)
-        # annotated: the footer says which float columns hold no NaN (`file_stats.annotate`)
-        pq.write_table(annotate(data.filter(pc.equal(values, value))),
+        # the footer says which float columns hold no NaN (`file_stats.write_parquet`)
+        write_parquet(data.filter(pc.equal(values, value)),
                        f"{folder}/part-{written:05d}-{uuid.uuid4()}.c000.snappy.parquet",
                        filesystem=fs, compression="snappy")
         written += 1

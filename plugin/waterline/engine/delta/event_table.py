@@ -26,7 +26,7 @@ from waterline.engine.delta.actions import AddFile, Protocol
 from waterline.engine.delta.commit import FileActions, checkpoint_if_due, event_commit, write_commit
 from waterline.engine.delta.new_table import create_table
 from waterline.engine.delta.objects import create_if_absent
-from waterline.engine.delta.file_stats import annotate, delta_stats
+from waterline.engine.delta.file_stats import delta_stats, write_parquet
 from waterline.engine.delta.rebase import CommitConflict, same_schema
 from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
@@ -51,7 +51,7 @@ class EventTable:
         self._create()
         name = f"part-{uuid.uuid4().hex}.parquet"
         buffer = io.BytesIO()
-        pq.write_table(annotate(table), buffer, compression="snappy")
+        write_parquet(table, buffer, compression="snappy")
         body = buffer.getvalue()
         create_if_absent(storage.join(self.path, name), body)  # a new name: "already there" is this write
         meta = pq.read_metadata(pa.BufferReader(body))

@@ -35,6 +35,7 @@ decimals by their signed value, and Spark's writer (parquet-mr) orders doubles a
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import uuid
@@ -68,6 +69,23 @@ def annotate(rows: pa.Table) -> pa.Table:
     metadata = dict(rows.schema.metadata or {})
     metadata[NAN_FREE_KEY] = json.dumps(free).encode()
     return rows.replace_schema_metadata(metadata)
+
+
+def write_parquet(rows: pa.Table, where: Any, **options: Any) -> None:
+    """``rows`` written as one Parquet file by Arrow (``where``, ``options``: those of
+    ``pq.write_table``), annotated (`annotate`), a float column holding NaN without Parquet
+    statistics: Arrow's footer bounds leave NaN out, and a reader that skips row groups by
+    them (DuckDB) while ordering NaN above every number would skip a NaN row."""
+    noted = annotate(rows)
+    free = {tuple(p) for p in json.loads(noted.schema.metadata[NAN_FREE_KEY])}
+    with_nan = {".".join(path) for path, _ in _float_leaves(rows) if path not in free}
+    written: bool | list[str] = True
+    if with_nan:  # the file's leaf columns, as Parquet names them, but those
+        empty = io.BytesIO()
+        pq.write_table(rows.schema.empty_table(), empty)
+        leaves = pq.read_metadata(pa.BufferReader(empty.getvalue())).schema
+        written = [leaves.column(j).path for j in range(len(leaves)) if leaves.column(j).path not in with_nan]
+    pq.write_table(noted, where, write_statistics=written, **options)
 
 
 def _float_leaves(rows: pa.Table) -> Iterator[tuple[Path, pa.ChunkedArray]]:
