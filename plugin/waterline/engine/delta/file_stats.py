@@ -20,7 +20,8 @@ written narrower than the data silently drops rows. What is written, per column
   column holding NaN (Spark orders NaN above every number and writes ``"NaN"`` as the
   bound, which deltalake then compares as no number and skips the file), or one whose
   writer does not say whether it holds NaN (Arrow's writer leaves NaN out of the footer's
-  bounds; `annotate` records the float columns Arrow writes that hold none); a timestamp
+  bounds; `write_parquet` records the float columns Arrow writes that hold none, and keeps
+  no Parquet statistics of one that holds NaN, which DuckDB would skip a row group by); a timestamp
   or date outside ``0001-01-01``..``9999-12-31 23:59:59.999`` once rounded outwards (the
   ``9999-12-31 23:59:59.999999`` sentinel: a wider upper bound has no text); a string
   column whose footer has no bounds (Spark's and Arrow's writers leave out values over
