@@ -1,6 +1,6 @@
 """`python -m bench.connect`: the Spark Connect case, in its own process (no JVM here).
 
-Starts a Connect server (`waterline.engine.spark.cluster`, Delta jars, local[2]) on a
+Starts a Connect server (`waterline.local.cluster`, Delta jars, local[2]) on a
 free loopback port, then over one Connect session, at a smaller scale than the
 main bench (WATERLINE_BENCH_CONNECT_ROWS, default 100k rows per partition):
 
@@ -45,7 +45,7 @@ def main() -> int:
     from waterline.clock import FixedClock
     from waterline.engine.core.sqltext import delta_path
     from waterline.engine.log.spark_config import SessionConfig
-    from waterline.engine.spark import cluster
+    from waterline.local import cluster
     from waterline.engine.spark.session import get_session
     from waterline.engine.spark.views import temp_view
 

@@ -68,7 +68,7 @@ def _connect_server():
     if os.environ.get("WATERLINE_SPARK_REMOTE"):
         yield os.environ["WATERLINE_SPARK_REMOTE"]
         return
-    from waterline.engine.spark import cluster
+    from waterline.local import cluster
 
     state_dir = Path(tempfile.mkdtemp(prefix="wl-latency-connect-"))
     state = cluster.start(state_dir, workers=0, connect=True)

@@ -2,7 +2,7 @@
 
 The same N records (JSON values ``{px, ts}``, keys ``k0..k{N-1}``, one day) are:
 
-* **stream --once**: produced to a topic on a local broker (`waterline.engine.spark.kafka_broker`)
+* **stream --once**: produced to a topic on a local broker (`waterline.local.kafka_broker`)
   and drained by `Feed.stream(once=True)` into a fresh feed (one micro-batch: the collapse,
   the diff against held, waterline's commit, the release of its real-time tier);
 * **json partition**: written as one JSON partition and ingested by `Feed.ingest` into a
@@ -81,7 +81,7 @@ def run(records: int, partitions: int, root: Path, rounds: int = 3) -> dict:
     """A warm-up round on 2,000 records, then ``rounds`` rounds of ``records``, the paths'
     order rotated each round, so each path runs first (on a JVM its code has not warmed)
     as often as the others; each path's time is its median over the rounds."""
-    from waterline.engine.spark import kafka_broker
+    from waterline.local import kafka_broker
     from waterline.engine.spark.session import get_session
 
     state = kafka_broker.start(root / "kafka")
@@ -103,7 +103,7 @@ def run(records: int, partitions: int, root: Path, rounds: int = 3) -> dict:
 def _round(spark, bootstrap: str, folder: Path, n: int, partitions: int, order: tuple[str, ...]) -> dict:
     """The same ``n`` records drained, ingested and appended (fresh tables), in ``order``."""
     from waterline import Feed
-    from waterline.engine.spark import kafka_broker
+    from waterline.local import kafka_broker
     from waterline.spec import spec_from_dict
 
     topic = f"bench-{folder.name}-{n}"

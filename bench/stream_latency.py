@@ -1,6 +1,6 @@
 """Continuous mode: produce -> readable in the real-time tier, at a steady rate (`python -m bench.stream_latency`).
 
-A local broker (`waterline.engine.spark.kafka_broker`) and `waterline stream SPEC` running
+A local broker (`waterline.local.kafka_broker`) and `waterline stream SPEC` running
 long (a 1 s processing-time trigger), as a user runs it. This process produces quotes at a
 steady rate for the whole run, each carrying its number and the instant it was sent, and
 follows the real-time tier's Delta log (polled every 20 ms, each commit's added files read
@@ -168,7 +168,7 @@ class Follower:
 
 def run(rate: int, seconds: float, keys: int, root: Path) -> dict:
     from waterline import load
-    from waterline.engine.spark import kafka_broker
+    from waterline.local import kafka_broker
     from waterline.spec import load_spec
 
     state = kafka_broker.start(root / "kafka")

@@ -69,7 +69,7 @@ def drain(records: int, root: Path, times: dict[str, list[float]]) -> dict:
     """One warm-up drain of 2,000 records, then ``records`` drained and timed."""
     from bench.stream import TRANSFORM, _produce, _spec
     from waterline import Feed
-    from waterline.engine.spark import kafka_broker
+    from waterline.local import kafka_broker
     from waterline.engine.spark.session import get_session
     from waterline.spec import spec_from_dict
 
@@ -99,7 +99,7 @@ def continuous(rate: int, seconds: float, root: Path, times: dict[str, list[floa
     the first (which creates the tables) are timed."""
     from bench.stream_latency import Producer, _spec
     from waterline import load
-    from waterline.engine.spark import kafka_broker
+    from waterline.local import kafka_broker
 
     state = kafka_broker.start(root / "kafka")
     try:

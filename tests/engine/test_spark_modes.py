@@ -1,6 +1,6 @@
 """The engine on a standalone cluster (2 workers) and over Spark Connect, on loopback.
 
-One `waterline.engine.spark.cluster` start (master, 2 workers, Connect server) serves
+One `waterline.local.cluster` start (master, 2 workers, Connect server) serves
 both modes. Each mode runs in a subprocess pytest with
 WATERLINE_SPARK_MASTER or WATERLINE_SPARK_REMOTE set: a classic driver and a
 Connect client cannot share a process with this one's classic session (one
@@ -79,7 +79,7 @@ def _run_mode(mode: str, url: str) -> str | None:
 def test_engine_on_a_standalone_cluster_and_over_spark_connect(tmp_path_factory):
     """One start of master + 2 workers + Connect server (one test: a test-parallel run must not
     start two), then each mode in turn; both run even if the first fails."""
-    from waterline.engine.spark import cluster
+    from waterline.local import cluster
 
     state_dir = tmp_path_factory.mktemp("spark-cluster")
     started = time.monotonic()

@@ -7,8 +7,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory):
-    """The broker `waterline.engine.spark.kafka_broker` starts, stopped at the end of the session."""
-    from waterline.engine.spark import kafka_broker
+    """The broker `waterline.local.kafka_broker` starts, stopped at the end of the session."""
+    from waterline.local import kafka_broker
 
     state_dir = tmp_path_factory.mktemp("kafka")
     state = kafka_broker.start(state_dir)

@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from waterline import semantics as S
-from waterline.engine.spark import kafka_broker
+from waterline.local import kafka_broker
 
 #: One record: (Kafka partition, key, value dict or None for a tombstone, or raw bytes).
 Record = tuple[int, str, "Mapping[str, Any] | bytes | None"]

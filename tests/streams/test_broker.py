@@ -9,7 +9,7 @@ import uuid
 
 from confluent_kafka import Producer
 
-from waterline.engine.spark import kafka_broker
+from waterline.local import kafka_broker
 
 
 def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int) -> None:

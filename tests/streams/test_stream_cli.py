@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.streams.kafkakit import stream_spec
-from waterline.engine.spark.processes import free_port
+from waterline.local.processes import free_port
 
 CLI = str(Path(sys.executable).with_name("waterline"))
 

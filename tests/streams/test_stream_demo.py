@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from waterline.engine.spark import kafka_broker
+from waterline.local import kafka_broker
 
 CLI = str(Path(sys.executable).with_name("waterline"))
 

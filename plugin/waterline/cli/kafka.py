@@ -1,7 +1,7 @@
 """`waterline kafka start|stop|status|topic`: a local Kafka broker for stream sources.
 
 One KRaft process (broker and controller) on 127.0.0.1, from the jars `make setup` resolved;
-state under ``.waterline/kafka`` (see `waterline.engine.spark.kafka_broker`). For the stream
+state under ``.waterline/kafka`` (see `waterline.local.kafka_broker`). For the stream
 demo and for trying a ``format: kafka`` source; production feeds point at their own cluster.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from waterline.engine.spark import kafka_broker
-from waterline.engine.spark.kafka_broker import DEFAULT_STATE_DIR
+from waterline.local import kafka_broker
+from waterline.local.kafka_broker import DEFAULT_STATE_DIR
 
 _DIR = click.option("--dir", "state_dir", default=DEFAULT_STATE_DIR, show_default=True,
                     help="Folder for the broker's data, logs and broker.json.")

@@ -1,15 +1,15 @@
 """`waterline spark start|stop|status`: a local standalone cluster and Spark Connect server.
 
 On 127.0.0.1 only, from the pip-installed pyspark; state under ``.waterline/spark``
-(see `waterline.engine.spark.cluster`).
+(see `waterline.local.cluster`).
 """
 
 from __future__ import annotations
 
 import click
 
-from waterline.engine.spark import cluster
-from waterline.engine.spark.cluster import DEFAULT_STATE_DIR
+from waterline.local import cluster
+from waterline.local.cluster import DEFAULT_STATE_DIR
 
 _DIR = click.option("--dir", "state_dir", default=DEFAULT_STATE_DIR, show_default=True,
                     help="Folder for logs, pid files and cluster.json.")

@@ -1,6 +1,6 @@
 """`waterline demo --stream`: a tick stream on a local broker, its tiers following it.
 
-A Kafka broker (KRaft, 127.0.0.1, `waterline.engine.spark.kafka_broker`) under
+A Kafka broker (KRaft, 127.0.0.1, `waterline.local.kafka_broker`) under
 ``<root>/kafka``, wiped first with the warehouse, and `Feed.stream` running long in a
 thread, as `waterline stream SPEC` runs. The story runs on a demo clock: Monday
 2026-01-05 from 09:30 New York, ``speed`` times faster than the wall clock, so the
@@ -31,7 +31,7 @@ from typing import Callable
 from confluent_kafka import Producer
 
 from waterline.clock import parse_instant
-from waterline.engine.spark import kafka_broker
+from waterline.local import kafka_broker
 from waterline.errors import WaterlineError
 from waterline.feed import Feed
 from waterline.spec import spec_from_dict

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from waterline.engine.spark.processes import HOST, alive, free_port, kill_group, port_open, spawn, wait_for
+from waterline.local.processes import HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
 
 DEFAULT_STATE_DIR = ".waterline/kafka"
