@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -17,6 +18,7 @@ from tests.engine.crash_driver import TIERS, crash_spec, run_steps
 from tests.engine.feedkit import make_spec
 from waterline.engine.core import faults
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.spark.commits import temporary_conf
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -82,7 +84,9 @@ def test_kill_at_phase_boundary_then_rerun_converges(spark, tmp_path, reference,
 FIRST_WRITES = [
     (0, faults.INGEST_BEFORE_COMMIT, 0),
     (0, faults.INGEST_AFTER_COMMIT, 1),  # held created, no tier: the release creates them
+    (0, faults.CREATE_TIER_BEFORE, 1),  # held committed, no tier yet: the release creates them all
     (0, f"{faults.CREATE_BETWEEN_TIERS}@1", 0),  # one tier created: the ingest's re-run creates the rest
+    (0, faults.CREATE_TIER_AFTER, 1),  # every tier created, the ingest not yet returned
     (1, faults.RELEASE_AFTER_TIERS, 1),
 ]
 
@@ -91,27 +95,72 @@ FIRST_WRITES = [
                          ids=[f"step{s}-{p}-restart{r}" for s, p, r in FIRST_WRITES])
 def test_kill_in_a_feeds_first_writes_then_the_next_run_completes(spark, tmp_path, reference, crash_step, point,
                                                                   restart):
-    _kill_in_first_writes(spark, tmp_path, reference, crash_step, point, restart)
+    _kill_and_rerun(spark, tmp_path, reference, crash_step, point, restart)
 
 
-def test_kill_between_held_and_the_tiers_with_the_warehouse_in_s3(s3_spark, s3proxy, tmp_path, reference):
-    """The same on S3 (s3proxy): the first ingest killed after held's first commit, before
-    any tier; the release that follows creates them and releases what an uninterrupted run does."""
+# A tier's MERGE committed by Spark and its (W_T, seq) property commit not yet: only the Spark
+# path of a release has that boundary. A tier without a change data feed cannot be pre-staged
+# (`staging.stage`), so the release of a feed whose tiers had it switched off takes that path.
+def _without_change_data_feed(spark, root: Path) -> None:
+    for tier in TIERS:
+        spark.sql(f"ALTER TABLE delta.`{crash_spec(root).tier_path(tier)}` "
+                  "SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+
+
+@pytest.mark.parametrize("point", [faults.RELEASE_BEFORE_PROPERTY])
+def test_kill_between_a_spark_merge_and_its_property_commit_then_rerun_converges(spark, tmp_path, reference, point):
+    _kill_and_rerun(spark, tmp_path, reference, 3, point, 3, before_kill=_without_change_data_feed)
+
+
+# Every table made with a checkpoint interval of 2: the third release's first tier commit is
+# the tier's version 2, so it checkpoints (held and the tiers carry the property from creation).
+CHECKPOINT_EVERY_2 = ("spark.databricks.delta.properties.defaults.checkpointInterval", "2")
+
+
+@pytest.mark.parametrize("point", [faults.CHECKPOINT_BEFORE, faults.CHECKPOINT_AFTER])
+def test_kill_around_a_checkpoint_then_rerun_converges(spark, tmp_path, reference, point):
+    with temporary_conf(spark, *CHECKPOINT_EVERY_2):
+        _kill_and_rerun(spark, tmp_path, reference, 3, point, 3)
+
+
+# On S3 (s3proxy), in one process sharing the session's s3proxy: a kill in each phase (the first
+# ingest's held commit, held without tiers, between the first release's tiers, a later release,
+# a checkpoint), each followed by a run that releases what an uninterrupted run does.
+S3_CASES = [
+    (0, faults.INGEST_BEFORE_COMMIT, 0),
+    (0, faults.INGEST_AFTER_COMMIT, 1),
+    (1, faults.RELEASE_BETWEEN_TIERS, 1),
+    (3, faults.RELEASE_BEFORE_MERGE, 3),
+    (3, faults.CHECKPOINT_BEFORE, 3),
+]
+
+
+@pytest.mark.parametrize("crash_step,point,restart", S3_CASES, ids=[f"step{s}-{p}" for s, p, _ in S3_CASES])
+def test_kill_with_the_warehouse_in_s3_then_the_next_run_completes(s3_spark, s3proxy, tmp_path, reference,
+                                                                   crash_step, point, restart):
     warehouse = s3proxy.uri(f"crash-{uuid.uuid4().hex[:6]}")
-    _kill_in_first_writes(s3_spark, tmp_path, reference, 0, faults.INGEST_AFTER_COMMIT, 1, warehouse)
+    checkpoints = point.startswith("checkpoint:")
+    with temporary_conf(s3_spark, *CHECKPOINT_EVERY_2) if checkpoints else contextlib.nullcontext():
+        _kill_and_rerun(s3_spark, tmp_path, reference, crash_step, point, restart, warehouse)
 
 
-def _kill_in_first_writes(spark, root: Path, reference: dict, crash_step: int, point: str, restart: int,
-                          warehouse: str | None = None) -> None:
+def _kill_and_rerun(spark, root: Path, reference: dict, crash_step: int, point: str, restart: int,
+                    warehouse: str | None = None, before_kill=None) -> None:
+    """The history up to ``crash_step`` (then ``before_kill(spark, root)``), that step killed at
+    ``point``, then the steps from ``restart`` in this process: the tables equal ``reference``."""
     run_steps(spark, root, stop=crash_step, warehouse=warehouse)
+    if before_kill is not None:
+        before_kill(spark, root)
     proc = _driver(root, crash_step, point, warehouse)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == -signal.SIGKILL, f"driver was not killed at {point}: rc={proc.returncode}"
     assert _last_step(out) == crash_step
     spec = crash_spec(root, warehouse)
     missing = [t for t in TIERS if not TableLog.open(spec.tier_path(t)).exists]
-    if point.startswith(faults.INGEST_AFTER_COMMIT):
+    if point in (faults.INGEST_AFTER_COMMIT, faults.CREATE_TIER_BEFORE):
         assert missing == list(TIERS), "the kill left held without its tiers"
+    elif crash_step == 0 and point != faults.INGEST_BEFORE_COMMIT:
+        assert len(missing) < len(TIERS), "the kill came after a tier's creation"
     run_steps(spark, root, start=restart, warehouse=warehouse)
     assert _tables(spark, root, warehouse) == reference
 
@@ -130,7 +179,8 @@ def test_kill_at_a_random_moment_then_rerun_converges(spark, tmp_path, reference
     assert _tables(spark, tmp_path) == reference
 
 
-def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path, reference):
+@pytest.mark.parametrize("point", [faults.STAGED_BEFORE_COMMIT])
+def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path, reference, point):
     """A pre-staged release killed after writing its files and before its commits: readers see
     the tiers exactly as before, the next run releases exactly what an uninterrupted history
     does, and gc deletes the stage's files and nothing else."""
@@ -140,7 +190,7 @@ def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path,
 
     run_steps(spark, tmp_path, stop=3)
     before = _tables(spark, tmp_path)
-    proc = _driver(tmp_path, 3, faults.STAGED_BEFORE_COMMIT)
+    proc = _driver(tmp_path, 3, point)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == -signal.SIGKILL, f"driver was not killed: rc={proc.returncode}"
     spec = make_spec(tmp_path, TIERS)

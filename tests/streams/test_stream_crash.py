@@ -71,9 +71,11 @@ TWO_TIERS = {"realtime": "TRUE", "delayed_15m": "event_time + INTERVAL 15 MINUTE
 FIRST_WRITES = [
     (faults.CREATE_HELD_BEFORE, False),
     (faults.CREATE_HELD_AFTER, True),  # issue 53: held there, no tier; every later run spun for ever
+    (faults.CREATE_TIER_BEFORE, False),  # held's version 0 and the batch committed, no tier yet
     (f"{faults.CREATE_BETWEEN_TIERS}@1", False),
     (f"{faults.STREAM_BATCH_END}@1", False),  # the first batch committed, Spark's first checkpoint not
     (faults.RELEASE_AFTER_TIERS, False),
+    (f"{faults.STREAM_BATCH_START}@2", False),  # a later batch handed over, nothing of it read
 ]
 
 
@@ -83,10 +85,17 @@ def test_kill_9_in_the_first_batchs_table_creation_then_the_next_run_completes(k
     _kill_in_first_writes(kafka, spark, tmp_path, str(tmp_path / "warehouse"), point, by_release)
 
 
-def test_kill_9_between_held_and_the_tiers_with_the_warehouse_in_s3(kafka, s3_spark, s3proxy, tmp_path):
+S3_CASES = [
+    (faults.CREATE_HELD_AFTER, True),  # the first batch: held without tiers
+    (f"{faults.INGEST_AFTER_COMMIT}@2", False),  # a later batch's held commit made, not checkpointed
+]
+
+
+@pytest.mark.parametrize("point,by_release", S3_CASES, ids=[p for p, _ in S3_CASES])
+def test_kill_9_with_the_warehouse_in_s3_then_the_next_run_completes(kafka, s3_spark, s3proxy, tmp_path, point,
+                                                                     by_release):
     """The same on S3 (s3proxy), where "create only if absent" is a conditional PUT."""
-    _kill_in_first_writes(kafka, s3_spark, tmp_path, s3proxy.uri(f"first-{uuid.uuid4().hex[:6]}"),
-                          faults.CREATE_HELD_AFTER, True)
+    _kill_in_first_writes(kafka, s3_spark, tmp_path, s3proxy.uri(f"first-{uuid.uuid4().hex[:6]}"), point, by_release)
 
 
 def _kill_in_first_writes(kafka, spark, root: Path, warehouse: str, point: str, by_release: bool) -> None:
