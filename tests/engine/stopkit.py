@@ -61,6 +61,10 @@ def assert_stopped_and_lease_free(proc: subprocess.Popen, signum: int, feed_dir:
     died: another machine could not tell a dead holder), and another run takes it at once."""
     code, err = stop_and_wait(proc, signum)
     assert code == exit_code(signum), f"exit {code}: {err}"
+    # the stop is told in one line, never with a bare traceback (py4j's interrupted call included)
+    assert not [line for line in err.splitlines() if line.startswith("Traceback")], err
+    told = [line for line in err.splitlines() if line.startswith(("stopped: ", "error: "))]
+    assert len(told) == 1 and signal.Signals(signum).name in told[0], err
     body, _ = store_for(feed_dir).read()
     assert json.loads(body)["expires_at"] == 0.0, f"the lease was not given back: {body!r}"
     with feed_lease(feed_dir, feed=feed, timeout_s=0):

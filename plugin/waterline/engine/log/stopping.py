@@ -40,6 +40,19 @@ def _quietly(cancel, frame) -> None:
         pass
 
 
+class _NoInterruptTraceback(logging.Filter):
+    """Drops a record that carries the stop's own KeyboardInterrupt (`Stopped`): py4j logs
+    "KeyboardInterrupt while sending command." with its traceback on the root logger when
+    the stop lands inside a call to the JVM, and with no handler configured Python prints it
+    on stderr. The stop is reported once, in one line, by whoever catches `Stopped`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+
+
+_QUIET = _NoInterruptTraceback()
+
+
 class Stopped(KeyboardInterrupt):
     """The run was asked to stop by a signal. A KeyboardInterrupt, as Ctrl-C's own: no
     ``except Exception`` on the way up swallows it, every ``finally`` runs."""
@@ -93,9 +106,11 @@ def stop_on_signals(what: str, *, stop: threading.Event | None = None,
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     before = previous[signal.SIGINT]
     cancel = before if callable(before) and getattr(before, "__module__", "").startswith("pyspark") else None
+    logging.getLogger().addFilter(_QUIET)  # py4j logs the interrupt it was in on the root logger
     try:
         yield
     finally:
+        logging.getLogger().removeFilter(_QUIET)
         for sig, old in previous.items():
             signal.signal(sig, old)
 
