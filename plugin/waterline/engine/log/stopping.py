@@ -47,10 +47,21 @@ class _NoInterruptTraceback(logging.Filter):
     on stderr. The stop is reported once, in one line, by whoever catches `Stopped`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+        error = record.exc_info[1] if record.exc_info else None
+        seen = 0
+        # py4j's connection shutdown logs a BrokenPipeError raised while handling the stop
+        while error is not None and seen < 16:
+            if isinstance(error, KeyboardInterrupt):
+                return False
+            error = error.__cause__ or error.__context__
+            seen += 1
+        return True
 
 
 _QUIET = _NoInterruptTraceback()
+#: Where the records come from: a logger's filter sees only the records made on that logger,
+#: not those its children hand up, so py4j's own loggers carry it too.
+_QUIETED = ("", "py4j", "py4j.java_gateway", "py4j.clientserver")
 
 
 class Stopped(KeyboardInterrupt):
@@ -106,11 +117,13 @@ def stop_on_signals(what: str, *, stop: threading.Event | None = None,
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     before = previous[signal.SIGINT]
     cancel = before if callable(before) and getattr(before, "__module__", "").startswith("pyspark") else None
-    logging.getLogger().addFilter(_QUIET)  # py4j logs the interrupt it was in on the root logger
+    for name in _QUIETED:  # py4j logs the interrupt it was in, with its traceback
+        logging.getLogger(name).addFilter(_QUIET)
     try:
         yield
     finally:
-        logging.getLogger().removeFilter(_QUIET)
+        for name in _QUIETED:
+            logging.getLogger(name).removeFilter(_QUIET)
         for sig, old in previous.items():
             signal.signal(sig, old)
 
