@@ -38,7 +38,7 @@ from waterline.engine.core.status import FeedStatus, first_run_hint
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
 from waterline.engine.log.spark_config import SessionConfig, SparkSettings, check_master, check_remote
 from waterline.engine.log.status import read_feed_status, waterline_history
-from waterline.engine.log.stopping import Stopped, end_within_grace, exit_code, stop_on_signals
+from waterline.engine.log.stopping import Stopped, end_within_grace, exit_code, stop_on_signals, stop_told
 from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
 from waterline.policy import compile_policy
@@ -437,4 +437,4 @@ def _waited(result: ReleaseResult, due_us: int, reached: bool) -> ReleaseResult:
 
 
 __all__ = ["Feed", "Instant", "SessionConfig", "SparkSettings", "Stopped", "check_master", "check_remote",
-           "end_within_grace", "exit_code", "load"]
+           "end_within_grace", "exit_code", "load", "stop_told"]

@@ -20,7 +20,7 @@ import click
 from waterline.cli.commands import cli
 from waterline.cli.report import report_group
 from waterline.cli.share import share_group
-from waterline.feed import Stopped, exit_code
+from waterline.feed import Stopped, exit_code, stop_told
 from waterline.errors import TransientError, WaterlineError
 
 cli.add_command(share_group)
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _stopped(exc: Stopped) -> None:
     click.echo(f"stopped: {exc}", err=True)
+    stop_told()  # the exit below may outlast the grace (a JVM shutting down): no second line then
     sys.exit(exit_code(exc.signum))
 
 

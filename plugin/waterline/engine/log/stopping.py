@@ -129,6 +129,13 @@ def stop_on_signals(what: str, *, stop: threading.Event | None = None,
 
 
 _watchdog_started = threading.Lock()
+_told = threading.Event()
+
+
+def stop_told() -> None:
+    """The stop was told in its one line: a watchdog that fires later (the process's own exit
+    outlasting the grace) ends it without a second line."""
+    _told.set()
 
 
 def end_within_grace(what: str, signum: int = signal.SIGTERM, *, grace_s: float | None = None) -> None:
@@ -151,5 +158,7 @@ def end_within_grace(what: str, signum: int = signal.SIGTERM, *, grace_s: float 
 
 def _force(what: str, signum: int, why: str) -> None:
     given_back = abandon_all()
-    print(f"error: {what}: {why}; stopped now ({given_back} feed lease(s) given back)", file=sys.stderr, flush=True)
+    if not _told.is_set():
+        print(f"error: {what}: {why}; stopped now ({given_back} feed lease(s) given back)", file=sys.stderr,
+              flush=True)
     os._exit(exit_code(signum))
