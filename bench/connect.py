@@ -44,7 +44,7 @@ def main() -> int:
     from waterline import Feed
     from waterline.clock import FixedClock
     from waterline.engine.core.sqltext import delta_path
-    from waterline.engine.log.spark_config import SessionConfig
+    from waterline.engine.spark.config import SessionConfig
     from waterline.local import cluster
     from waterline.engine.spark.session import get_session
     from waterline.engine.spark.views import temp_view

@@ -171,7 +171,7 @@ def run_path(name: str, lead: int, rows: int, gap: int, interval: int = 5, head_
     must be set in this process, see `_s3_env`)."""
     from waterline.clock import SystemClock, format_instant
     from waterline.engine.delta.storage import delta_table
-    from waterline.engine.log.timeliness import appearances
+    from waterline.engine.proof.timeliness import appearances
     from waterline.spec import load_spec
 
     label = name + ("-s3" if s3 is not None else "")

@@ -10,7 +10,7 @@ of the held table, which is what the incremental release avoids.
 from __future__ import annotations
 
 from waterline.engine.core import columns as C
-from waterline.engine.spark.schedule import stored_vis_sql
+from waterline.engine.tables.schedule import stored_vis_sql
 
 
 def naive_release(spark, spec, tier: str, w: int, seq: int, path: str) -> int:

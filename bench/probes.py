@@ -24,7 +24,7 @@ def loadavg() -> list[float]:
 class Phases:
     """Time named functions of engine modules by wrapping them (the engine is not modified).
 
-    A target is a module (``"waterline.engine.spark.ingest"``: its module-level
+    A target is a module (``"waterline.engine.ingest.ingest"``: its module-level
     functions, as that module calls them) or a class in a module
     (``"waterline.engine.delta.table_log:TableLog"``: its instance methods, wherever
     they are called from while the phases are active). Context managers (e.g.
@@ -121,32 +121,32 @@ def _own_attr(owner, name: str):
 _TABLE_LOG = "waterline.engine.delta.table_log:TableLog"  # the JVM-free Delta log reads (states, file statistics)
 RELEASE_PHASES = Phases(
     {
-        "waterline.engine.spark.release": [
+        "waterline.engine.release.release": [
             "target_waterline", "read_delta", "plan_step", "candidate_scope", "tier_outlook",
             "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state", "stage", "commit_staged",
         ],
         # the one-commit path: files staged with Spark, then the commit without it
-        "waterline.engine.spark.staging": ["_stage_tier", "_stage_small", "_stage_inserts", "_write_files"],
-        "waterline.engine.log.staged_files": ["stage_tier", "adds", "removes", "written_files"],
-        "waterline.engine.log.staged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit",
+        "waterline.engine.release.prestage": ["_stage_tier", "_stage_small", "_stage_inserts", "_write_files"],
+        "waterline.engine.release.step_files": ["stage_tier", "adds", "removes", "written_files"],
+        "waterline.engine.release.prestaged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit",
                                         "checkpoint_if_due"],
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],
     },
-    {"waterline.engine.spark.release": ["commit_state"]},
+    {"waterline.engine.release.release": ["commit_state"]},
 )
 INGEST_PHASES = Phases(
     {
-        "waterline.engine.spark.ingest": [
+        "waterline.engine.ingest.ingest": [
             "_read", "read_output_and_unparsed", "check_columns", "check_schema", "parse_event_time",
             "compile_tiers", "profile", "profile_checking_duplicates", "observed_profile", "check_duplicates",
             "_write_quarantine", "_commit", "_record_moved", "ensure_tier_tables",
         ],
         # the held append: files written by Spark, one commit without it
-        "waterline.engine.spark.held_append": ["direct_unsupported", "write", "check_keys", "commit"],
-        "waterline.engine.spark.versions": ["tagged", "diff", "version_counts", "observed_counts"],
+        "waterline.engine.ingest.held_append": ["direct_unsupported", "write", "check_keys", "commit"],
+        "waterline.engine.ingest.versions": ["tagged", "diff", "version_counts", "observed_counts"],
         _TABLE_LOG: ["held_state", "last_ingest_state", "partitions", "committed_version"],
     },
-    {"waterline.engine.spark.ingest": ["commit_state"]},
+    {"waterline.engine.ingest.ingest": ["commit_state"]},
 )
 
 

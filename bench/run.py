@@ -43,7 +43,7 @@ class Bench:
     def __init__(self, cfg: BenchConfig):
         from waterline import Feed
         from waterline.clock import FixedClock
-        from waterline.engine.log.spark_config import SessionConfig
+        from waterline.engine.spark.config import SessionConfig
         from waterline.engine.spark.session import get_session
 
         self.cfg = cfg
@@ -90,7 +90,7 @@ class Bench:
         from pyspark.sql import functions as F
 
         from waterline.engine.core import columns as C
-        from waterline.engine.spark.source import read_output
+        from waterline.engine.ingest.source import read_output
 
         with spark_jobs(self.spark) as jobs, timed() as t:
             df = read_output(self.spark, self.spec, day).withColumn(C.PARTITION, F.lit(day))
@@ -101,8 +101,8 @@ class Bench:
         """The engine's exact duplicate-key check alone, on the plain append's DataFrame."""
         from pyspark.sql import functions as F
 
-        from waterline.engine.spark.source import read_output
-        from waterline.engine.spark.validate import check_duplicates
+        from waterline.engine.ingest.source import read_output
+        from waterline.engine.ingest.validate import check_duplicates
 
         with spark_jobs(self.spark) as jobs, timed() as t:
             df = read_output(self.spark, self.spec, day)

@@ -67,7 +67,7 @@ class Backend:
         from pyspark.sql import functions as F
 
         from waterline.engine.core import columns as C
-        from waterline.engine.spark.source import read_output
+        from waterline.engine.ingest.source import read_output
 
         with timed() as t:
             df = read_output(self.spark, self.spec, day).withColumn(C.PARTITION, F.lit(day))
@@ -141,7 +141,7 @@ def main() -> int:
     saved = set_env(proxy.env)  # before the session starts: its s3a conf comes from these
     started = time.perf_counter()
     try:
-        from waterline.engine.log.spark_config import SessionConfig
+        from waterline.engine.spark.config import SessionConfig
         from waterline.engine.spark.session import get_session
 
         spark = get_session(SessionConfig(app_name="waterline-bench-s3"))

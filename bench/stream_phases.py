@@ -32,27 +32,27 @@ from bench.probes import Phases, loadavg  # noqa: E402
 
 #: Functions timed (`probes.Phases` targets); each label (module.function) is a row of the report.
 PHASES = {
-    "waterline.engine.spark.stream": ["ingest_batch", "release"],
-    "waterline.engine.spark.stream_ingest": ["_create_held", "_quarantine", "_commit"],
-    "waterline.engine.spark.stream_write": ["checked", "write_large", "write"],
-    "waterline.engine.spark.release": ["stage", "commit_staged"],
-    "waterline.engine.spark.staging": ["tier_outlook", "_stage_tier", "_stage_small"],
-    "waterline.engine.log.staged_files": ["stage_tier"],
+    "waterline.engine.stream.stream": ["ingest_batch", "release"],
+    "waterline.engine.stream.batch": ["_create_held", "_quarantine", "_commit"],
+    "waterline.engine.stream.batch_write": ["checked", "write_large", "write"],
+    "waterline.engine.release.release": ["stage", "commit_staged"],
+    "waterline.engine.release.prestage": ["tier_outlook", "_stage_tier", "_stage_small"],
+    "waterline.engine.release.step_files": ["stage_tier"],
 }
 
 #: With ``--detail``: where inside those phases (Spark runs lazily, so its work shows under
 #: the call that triggers it: a write, a collect, a footer read).
 DETAIL = {
-    "waterline.engine.spark.stream_ingest": ["batch_output", "_prepare", "compile_tiers", "table_schema",
+    "waterline.engine.stream.batch": ["batch_output", "_prepare", "compile_tiers", "table_schema",
                                              "collect_rows", "small_batch"],
-    "waterline.engine.spark.stream_small": ["current_versions", "batch_counts", "last_records", "batch_versions"],
-    "waterline.engine.spark.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
-    "waterline.engine.spark.versions": ["observed_counts"],
-    "waterline.engine.spark.staging": ["_read", "read_local", "step_outlook", "plan_step", "_stage_inserts",
+    "waterline.engine.stream.small_batch": ["current_versions", "batch_counts", "last_records", "batch_versions"],
+    "waterline.engine.ingest.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
+    "waterline.engine.ingest.versions": ["observed_counts"],
+    "waterline.engine.release.prestage": ["_read", "read_local", "step_outlook", "plan_step", "_stage_inserts",
                                        "_write_files", "write_parquet", "change_actions"],
-    "waterline.engine.log.staged_files": ["desired_rows", "read_files", "tier_changes", "write_partitioned",
+    "waterline.engine.release.step_files": ["desired_rows", "read_files", "tier_changes", "write_partitioned",
                                           "inserts_staged", "change_actions"],
-    "waterline.engine.spark.stream": ["_release_after", "batch_bound"],
+    "waterline.engine.stream.stream": ["_release_after", "batch_bound"],
     "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
 }
 

@@ -36,9 +36,9 @@ from waterline.engine.core.results import (
 from waterline.engine.core.state import TierState
 from waterline.engine.core.status import FeedStatus, first_run_hint
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
-from waterline.engine.log.spark_config import SessionConfig, SparkSettings, check_master, check_remote
-from waterline.engine.log.status import read_feed_status, waterline_history
-from waterline.engine.log.stopping import Stopped, end_within_grace, exit_code, stop_on_signals, stop_told
+from waterline.engine.spark.config import SessionConfig, SparkSettings, check_master, check_remote
+from waterline.engine.tables.status import read_feed_status, waterline_history
+from waterline.engine.tables.stopping import Stopped, end_within_grace, exit_code, stop_on_signals, stop_told
 from waterline.engine.delta.table_log import TableLog
 from waterline.errors import WaterlineError
 from waterline.policy import compile_policy
@@ -46,14 +46,14 @@ from waterline.spec import FeedSpec, load_spec
 from waterline.spec.columns import output_columns
 from waterline.spec.output_checks import check_policies
 
-if TYPE_CHECKING:  # the Spark room's types, for annotations only: importing it loads pyspark
+if TYPE_CHECKING:  # the engine's Spark-running types, for annotations only: importing it loads pyspark
     from pyspark.sql import SparkSession
 
     import threading
 
     from waterline.engine.core.results import StreamBatchResult
-    from waterline.engine.spark.prearmed import ReleaseRun
-    from waterline.engine.spark.stream import StreamRun
+    from waterline.engine.release.prearmed import ReleaseRun
+    from waterline.engine.stream.stream import StreamRun
 
 Instant = int | str | datetime
 """An instant: µs since the epoch (UTC), an ISO-8601 text (``2026-01-05T13:30:00Z``, ``now - 5m``) or a datetime."""
@@ -74,9 +74,9 @@ def load(path: str | Path, *, warehouse: str | Path | None = None, spark: Any = 
 
 
 def _spark_room():
-    """The engine's Spark room. Imported on the first operation that needs Spark only:
+    """The engine's operations (engine.operations). Imported on the first operation that needs Spark only:
     it loads pyspark, which the JVM-free methods (and the sensor and trigger) must not."""
-    from waterline.engine.spark import operations  # lazy: loads pyspark (see the docstring)
+    from waterline.engine import operations  # lazy: loads pyspark (see the docstring)
 
     return operations
 

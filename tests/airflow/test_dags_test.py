@@ -33,8 +33,8 @@ from tests.dagster.deploy import wait_for
 from tests.engine import feedkit
 from waterline import Feed
 from waterline.clock import SystemClock, format_instant
-from waterline.engine.log.lease import feed_lease
-from waterline.engine.log.timeliness import appearances
+from waterline.engine.tables.lease import feed_lease
+from waterline.engine.proof.timeliness import appearances
 from waterline.errors import WaterlineError
 from waterline.spec import load_spec
 

@@ -1,6 +1,6 @@
 """A killed Airflow task ends within the stop grace, its feed lease given back: Airflow calls the
 operator's ``on_kill`` (then raises in the task's thread), which arms the same watchdog as
-`waterline stream` and `waterline release` (`waterline.engine.log.stopping`). Here the task's
+`waterline stream` and `waterline release` (`waterline.engine.tables.stopping`). Here the task's
 step never returns, as a stuck one would not: the watchdog alone ends the process. No JVM."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import textwrap
 
 from tests.airflow.home import REPO
 from tests.engine.feedkit import make_spec
-from waterline.engine.log.lease import feed_lease, store_for
-from waterline.engine.log.stopping import GRACE_ENV, STOP_GRACE_S, exit_code
+from waterline.engine.tables.lease import feed_lease, store_for
+from waterline.engine.tables.stopping import GRACE_ENV, STOP_GRACE_S, exit_code
 
 TASK = textwrap.dedent("""
     import sys, time
     from tests.engine.feedkit import make_spec
     from waterline.airflow.operators import WaterlineReleaseOperator
-    from waterline.engine.log.lease import feed_lease
+    from waterline.engine.tables.lease import feed_lease
     from pathlib import Path
 
     spec = make_spec(Path(sys.argv[1]), {"rt": "TRUE"})

@@ -37,7 +37,7 @@ from tests.airflow.home import REPO, AirflowHome
 from tests.dagster.deploy import wait_for
 from tests.engine import feedkit
 from waterline.clock import SystemClock, format_instant
-from waterline.engine.log.timeliness import appearances
+from waterline.engine.proof.timeliness import appearances
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.heavy(5)]
 

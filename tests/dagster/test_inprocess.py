@@ -94,7 +94,7 @@ def test_materialize_partition_range_in_one_run(env):
 
 
 def test_sensor_requests_one_release_per_due_moment(env):
-    from waterline.engine.log.status import read_feed_status
+    from waterline.engine.tables.status import read_feed_status
 
     state = read_feed_status(env["spec"])
     first = _tick(env)
@@ -223,7 +223,7 @@ def test_a_prearmed_run_waits_then_releases_the_moments_that_follow(spark, tmp_p
     from waterline.clock import SystemClock, format_instant
     from waterline.dagster import definitions_from_specs
     from waterline.dagster.sensors import DUE_TAG
-    from waterline.engine.log.timeliness import appearances
+    from waterline.engine.proof.timeliness import appearances
     from tests.engine.feedkit import _micros
     from waterline import Feed
 

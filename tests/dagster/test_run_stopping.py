@@ -21,8 +21,8 @@ from tests.engine.feedkit import make_spec, spec_dict, write_partition
 from tests.engine.stopkit import GRACE_S, stop_and_wait, wait_for_hang
 from waterline import Feed
 from waterline.engine.core import faults
-from waterline.engine.log.lease import feed_lease, store_for
-from waterline.engine.log.stopping import GRACE_ENV
+from waterline.engine.tables.lease import feed_lease, store_for
+from waterline.engine.tables.stopping import GRACE_ENV
 
 pytestmark = pytest.mark.spark
 DAGSTER = str(Path(sys.executable).with_name("dagster"))

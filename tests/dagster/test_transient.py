@@ -10,7 +10,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 from tests.dagster.feeds import rows, spec as make_feed, write_partition
 from waterline.dagster import definitions_from_specs
 from waterline.dagster.resources import WaterlineResource
-from waterline.engine.log.lease import WAIT_ENV, feed_lease
+from waterline.engine.tables.lease import WAIT_ENV, feed_lease
 
 pytestmark = pytest.mark.spark
 

@@ -58,7 +58,7 @@ def run_retrying(operation):
 
 def main(root: Path, warehouse: str, partition: str, seed: int, ops: int) -> None:
     from waterline import Feed
-    from waterline.engine.log.spark_config import SessionConfig
+    from waterline.engine.spark.config import SessionConfig
     from waterline.engine.spark.session import get_session
 
     spark = get_session(SessionConfig(master="local[1]", conf={"spark.driver.memory": "640m"}))

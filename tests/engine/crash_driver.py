@@ -15,7 +15,7 @@ from tests.engine.feedkit import far_future_clock, make_spec, write_partition
 from waterline import Feed
 from waterline.clock import parse_instant
 from waterline.engine.core import faults
-from waterline.engine.spark.prearmed import release_prestaged
+from waterline.engine.release.prearmed import release_prestaged
 
 TIERS = {
     "rt": "TRUE",

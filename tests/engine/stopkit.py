@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 from waterline.engine.core import faults
-from waterline.engine.log.lease import feed_lease, store_for
-from waterline.engine.log.stopping import GRACE_ENV, STOP_GRACE_S, exit_code
+from waterline.engine.tables.lease import feed_lease, store_for
+from waterline.engine.tables.stopping import GRACE_ENV, STOP_GRACE_S, exit_code
 
 CLI = str(Path(sys.executable).with_name("waterline"))
 #: The grace the runs under test get: short, so a test does not wait the documented 120 s.

@@ -1,4 +1,4 @@
-"""`waterline.engine.core.arrow_step` against the oracle, with no JVM.
+"""`waterline.engine.release.driver_step` against the oracle, with no JVM.
 
 A random history of versions (revisions, removals, several visibility intervals or one,
 stored as the engine stores them), a tier as released at (W0, S0), a step to (W, S):
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from waterline.engine.core import columns as C
-from waterline.engine.core.arrow_step import CHANGE_TYPE, StepBounds, desired_rows, step_outlook, tier_changes
+from waterline.engine.release.driver_step import CHANGE_TYPE, StepBounds, desired_rows, step_outlook, tier_changes
 from waterline.semantics import NEG_INF, POS_INF, Version, release_changes, tier_state, visibility
 
 TIER = "t"

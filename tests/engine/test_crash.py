@@ -185,8 +185,8 @@ def test_kill_between_staging_and_commit_leaves_nothing_visible(spark, tmp_path,
     the tiers exactly as before, the next run releases exactly what an uninterrupted history
     does, and gc deletes the stage's files and nothing else."""
     from waterline.engine.delta.stages import STAGE_DIR
-    from waterline.engine.log.staged import orphan_stages
-    from waterline.engine.spark.gc import gc
+    from waterline.engine.release.prestaged import orphan_stages
+    from waterline.engine.upkeep.gc import gc
 
     run_steps(spark, tmp_path, stop=3)
     before = _tables(spark, tmp_path)
@@ -212,7 +212,7 @@ def test_kill_between_the_held_write_and_its_commit_leaves_files_gc_deletes(spar
     """An ingest killed after Spark wrote its versions' files and before its commit: the held
     table reads as before, the re-run converges, and gc deletes the files no commit names."""
     from waterline.engine.delta.stages import STAGE_DIR, orphan_tokens
-    from waterline.engine.spark.gc import gc
+    from waterline.engine.upkeep.gc import gc
 
     run_steps(spark, tmp_path, stop=2)
     before = _tables(spark, tmp_path)

@@ -1,4 +1,4 @@
-"""Held appends committed without Spark's Delta writer (`engine.spark.held_append`), on real Spark and Delta.
+"""Held appends committed without Spark's Delta writer (`engine.ingest.held_append`), on real Spark and Delta.
 
 Every ingest after the one that creates the held table writes its versions as
 Parquet files and makes one commit of its own: the files, the `waterline.seq`
@@ -43,7 +43,7 @@ def _held_rows(spark, spec) -> tuple[list, list]:
 
 def _held_with_one_row(spark, tmp_path):
     """A feed whose held table exists (partition a, id 1: Spark's Delta writer created it)."""
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
 
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1)])
@@ -52,7 +52,7 @@ def _held_with_one_row(spark, tmp_path):
 
 
 def test_each_ingest_is_one_commit_both_readers_read_with_the_statistics_releases_prune_by(spark, tmp_path):
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
 
     spec = make_spec(tmp_path, TIERS)
     clock = far_future_clock()
@@ -97,7 +97,7 @@ def test_each_ingest_is_one_commit_both_readers_read_with_the_statistics_release
 def test_duplicate_keys_in_a_new_partition_commit_nothing_and_leave_no_file(spark, tmp_path):
     """The new partition is profiled by the write; its keys are checked in the files written,
     before any commit: the error names the keys, and the files are deleted."""
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
 
     spec = _held_with_one_row(spark, tmp_path)
     version = TableLog.open(spec.held_path).version
@@ -111,7 +111,7 @@ def test_duplicate_keys_in_a_new_partition_commit_nothing_and_leave_no_file(spar
 def _foreign_commit_after_the_write(spark, monkeypatch, statement: str) -> list[str]:
     """Make ``statement`` (Spark SQL over the held table's ``{held}``) commit right after the
     first held append's files are written; the tokens of every write, in order."""
-    from waterline.engine.spark import held_append
+    from waterline.engine.ingest import held_append
 
     real_write = held_append.write
     tokens: list[str] = []
@@ -130,7 +130,7 @@ def test_a_commit_that_kept_every_row_is_committed_after(spark, tmp_path, monkey
     """A property change (a maintenance job) takes the held table's next version after Spark
     wrote the files: the append is written after it, as Delta's own writers rebase a blind
     append, with no second write; the property stays, nothing is doubled or lost."""
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
 
     spec = _held_with_one_row(spark, tmp_path)
     before = TableLog.open(spec.held_path).version
@@ -150,7 +150,7 @@ def test_a_version_taken_by_a_row_change_between_the_write_and_the_commit_is_pla
     the commit of ours cannot take that version (created only if absent) nor go after it,
     its files are deleted, and the ingest plans again from the new log; nothing is doubled
     or lost."""
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
 
     spec = _held_with_one_row(spark, tmp_path)
     tokens = _foreign_commit_after_the_write(spark, monkeypatch, "DELETE FROM {held} WHERE id = 1")
@@ -168,8 +168,8 @@ def test_a_task_attempt_that_did_not_commit_is_neither_checked_nor_published(spa
     killed speculative copy) holds the same rows again, and neither the key check nor the
     commit may count them."""
     from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX, TASK_COMMITTED
-    from waterline.engine.spark import held_append
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest import held_append
+    from waterline.engine.ingest.ingest import ingest
 
     spec = _held_with_one_row(spark, tmp_path)
     real_write = held_append.write
@@ -200,9 +200,9 @@ def test_a_spark_without_waterlines_committer_writes_with_hadoops(spark, tmp_pat
     Hadoop's committer, and what it commits is the same."""
     from waterline.engine.delta.parquet_files import ATTEMPT_PREFIX
     from waterline.engine.spark import committer
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
     from waterline.engine.spark.local_frames import LOCAL_ROWS_ENV
-    from waterline.engine.spark.release import release
+    from waterline.engine.release.release import release
 
     monkeypatch.setattr(committer, "COMMITTER", "dev.waterline.spark.NoSuchCommitter")
     monkeypatch.setattr(committer, "_missing", False)
@@ -233,7 +233,7 @@ def test_checkpoints_and_log_cleanup_keep_the_transaction_the_state_and_the_stat
     """A checkpoint at the table's interval (written by deltalake) and the cleanup of log files
     past the table's retention, as Spark does after its own commits; readers of the
     checkpoint still find the sequence, the state and the statistics, and Spark reads it."""
-    from waterline.engine.spark.ingest import ingest
+    from waterline.engine.ingest.ingest import ingest
 
     spec = make_spec(tmp_path, TIERS, partitions={"static": [f"p{i}" for i in range(8)]})
     write_partition(tmp_path, "p0", [_row(0)])
@@ -261,9 +261,9 @@ def test_the_schemas_told_without_spark_are_the_ones_spark_analyses(spark, tmp_p
     compares with the held table before committing files of its own. Both must be exactly
     what Spark makes of the frames, for text, naive and zoned event times and for tiers of
     one and of several branches, new versions and diffs alike."""
-    from waterline.engine.spark import versions as V
-    from waterline.engine.spark.schedule import compile_tiers
-    from waterline.engine.spark.validate import REASON, parse_event_time, parsed_schema, reason_column
+    from waterline.engine.ingest import versions as V
+    from waterline.engine.tables.schedule import compile_tiers
+    from waterline.engine.ingest.validate import REASON, parse_event_time, parsed_schema, reason_column
 
     tiers = {**TIERS, "mixed": "(status = 'final' AND event_time + INTERVAL 5 SECONDS <= WATERLINE()) "
                                 "OR status = 'preliminary'"}
@@ -288,7 +288,7 @@ def test_the_schemas_told_without_spark_are_the_ones_spark_analyses(spark, tmp_p
 
 def _diff_against_nothing(spark, spec, tagged, columns):
     """`versions.diff` needs a held table to diff against: one row of the same columns."""
-    from waterline.engine.spark import versions as V
+    from waterline.engine.ingest import versions as V
 
     seed = V.new_versions(tagged, columns).drop(V.KIND)
     seed.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(spec.held_path)

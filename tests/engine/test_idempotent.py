@@ -42,11 +42,11 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     from waterline.engine.core.races import SkippedCommit, new_token
     from waterline.engine.core.state import HeldState
     from waterline.engine.delta.table_log import APP_SEQ, TableLog
-    from waterline.engine.spark import ingest as ingest_module
-    from waterline.engine.spark import staging as staging_module
+    from waterline.engine.ingest import ingest as ingest_module
+    from waterline.engine.release import prestage as staging_module
     from waterline.engine.spark.commits import commit_state
-    from waterline.engine.spark.ingest import ingest
-    from waterline.engine.spark.release import release
+    from waterline.engine.ingest.ingest import ingest
+    from waterline.engine.release.release import release
 
     spec = make_spec(tmp_path, TIERS)
     clock = far_future_clock()

@@ -160,10 +160,10 @@ def test_profile_observed_during_the_duplicate_check_equals_the_standalone_profi
     """A partition with no earlier fingerprint is profiled inside the duplicate-key check's
     job (Spark observed metrics); it must give the very profile the standalone pass gives,
     also for an output with quarantined rows and for an empty one (no metrics: fallback)."""
-    from waterline.engine.spark.profile import profile, profile_checking_duplicates
-    from waterline.engine.spark.schedule import compile_tiers
-    from waterline.engine.spark.source import read_output
-    from waterline.engine.spark.validate import REASON, parse_event_time, reason_column
+    from waterline.engine.ingest.profile import profile, profile_checking_duplicates
+    from waterline.engine.tables.schedule import compile_tiers
+    from waterline.engine.ingest.source import read_output
+    from waterline.engine.ingest.validate import REASON, parse_event_time, reason_column
 
     spec = make_spec(tmp_path, TIERS)
     write_partition(tmp_path, "a", [_row(1), _row(2, minute=7, v=None), {"id": None, "event_time": "x", "v": "k"}])
@@ -188,7 +188,7 @@ def test_profile_observed_during_the_duplicate_check_equals_the_standalone_profi
 def test_statistics_leaf_of_a_struct_skips_types_without_statistics():
     from pyspark.sql.types import BinaryType, LongType, MapType, StringType, StructField, StructType
 
-    from waterline.engine.spark.tables import _first_leaf
+    from waterline.engine.tables.spark_tables import _first_leaf
 
     inner = StructType([StructField("bin", BinaryType()), StructField("x", LongType())])
     column = StructField("s-t", StructType([StructField("m", MapType(StringType(), StringType())),

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from waterline.engine.log.lease import Lease, feed_lease, store_for
+from waterline.engine.tables.lease import Lease, feed_lease, store_for
 from waterline.errors import WaterlineError
 
 

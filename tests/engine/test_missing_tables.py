@@ -98,7 +98,7 @@ def test_no_spark_writer_warning_for_a_table_not_there_yet(tmp_path, caplog):
     Delta writer"; the warning is for tables that exist and need Spark's writer."""
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from waterline.engine.spark.held_append import direct_unsupported
+    from waterline.engine.ingest.held_append import direct_unsupported
 
     with caplog.at_level(logging.WARNING, logger="waterline.engine.delta.gate"):
         reason = direct_unsupported(TableLog.open(str(tmp_path / "held")), StructType([StructField("x", LongType())]))

@@ -31,7 +31,7 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.delta.actions import CommitInfo, Metadata, Protocol, parse_commit
 from waterline.engine.delta.table_log import TableLog, commit_path
-from waterline.engine.spark import tables as T
+from waterline.engine.tables import spark_tables as T
 from waterline.engine.spark.commits import commit_state, temporary_conf
 from waterline.errors import WaterlineError
 

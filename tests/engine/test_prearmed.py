@@ -13,10 +13,10 @@ from tests.engine.feedkit import _micros, make_spec, write_partition
 from waterline.clock import FixedClock, SystemClock, format_instant
 from waterline.engine.core.due import arming_line
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.log.timeliness import appearances
-from waterline.engine.spark.ingest import ingest
-from waterline.engine.spark.prearmed import release_following, release_run, release_when_due
-from waterline.engine.spark.release import rehearse, release
+from waterline.engine.proof.timeliness import appearances
+from waterline.engine.ingest.ingest import ingest
+from waterline.engine.release.prearmed import release_following, release_run, release_when_due
+from waterline.engine.release.release import rehearse, release
 
 DUE = 1_800_000_000_000_000  # 2027-01-15T08:00:00Z
 SECOND = 1_000_000

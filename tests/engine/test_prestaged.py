@@ -18,10 +18,10 @@ from waterline.clock import SystemClock, format_instant
 from waterline.engine.delta.commit import ENGINE_INFO
 from waterline.engine.delta.stages import STAGE_DIR
 from waterline.engine.delta.storage import delta_table
-from waterline.engine.log.timeliness import appearances
-from waterline.engine.spark.ingest import ingest
-from waterline.engine.spark.prearmed import release_when_due
-from waterline.engine.spark.release import release
+from waterline.engine.proof.timeliness import appearances
+from waterline.engine.ingest.ingest import ingest
+from waterline.engine.release.prearmed import release_when_due
+from waterline.engine.release.release import release
 
 pytestmark = pytest.mark.spark
 SECOND = 1_000_000
@@ -92,9 +92,9 @@ def test_a_polling_reader_never_sees_a_staged_row_before_its_instant(spark, tmp_
 
 def test_a_stage_overtaken_by_an_ingest_is_discarded_and_the_release_plans_again(spark, tmp_path):
     from waterline.clock import FixedClock
-    from waterline.engine.log.staged import commit_staged, discard
-    from waterline.engine.log.lease import feed_lease
-    from waterline.engine.spark.staging import stage
+    from waterline.engine.release.prestaged import commit_staged, discard
+    from waterline.engine.tables.lease import feed_lease
+    from waterline.engine.release.prestage import stage
 
     due = 1_800_000_000_000_000
     spec = _feed(spark, tmp_path, {1: due, 2: due + 60 * SECOND})

@@ -1,4 +1,4 @@
-"""The release proof (`engine.spark.proof`) against `waterline.semantics.due_since`, and on breaches.
+"""The release proof (`engine.proof.release_proof`) against `waterline.semantics.due_since`, and on breaches.
 
 Real feeds, real Spark releases and Delta change data feeds; the oracle recomputes every
 change of every release from the model's versions.
@@ -26,7 +26,7 @@ KEYS = 4
 
 
 def _prove_all(spark, spec, **kwargs):
-    from waterline.engine.spark.proof import prove_tier
+    from waterline.engine.proof.release_proof import prove_tier
 
     out, plans = {}, None
     for tier in spec.tiers:
@@ -126,8 +126,8 @@ def test_a_stage_committed_by_hand_before_its_instant_is_caught(spark, tmp_path)
     is written now, and the rows due in between are breaches."""
     from waterline import Feed
     from waterline.clock import FixedClock
-    from waterline.engine.log.staged import release_staged
-    from waterline.engine.spark.staging import stage
+    from waterline.engine.release.prestaged import release_staged
+    from waterline.engine.release.prestage import stage
 
     tiers = {"d10": POLICIES["d10"]}
     spec = make_spec(tmp_path, tiers)
@@ -210,7 +210,7 @@ def test_proofs_maintain_keeps_outlive_vacuumed_change_data_and_log_cleanup(spar
     from waterline import Feed
     from waterline.clock import FixedClock
     from waterline.engine.delta.actions import AddFile
-    from waterline.engine.delta.kept_proofs import KeptProofs, kept_proofs_path
+    from waterline.engine.proof.kept_proofs import KeptProofs, kept_proofs_path
     from waterline.engine.delta.table_log import TableLog, read_commit
 
     spec, feed = _three_on_time_releases(spark, tmp_path)

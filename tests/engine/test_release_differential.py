@@ -116,7 +116,7 @@ def run_histories(
     """
     from waterline import Feed
     from waterline.engine.delta.table_log import TableLog
-    from waterline.engine.spark.prearmed import release_prestaged
+    from waterline.engine.release.prearmed import release_prestaged
 
     rng = random.Random(seed)
     plan = _plan(rng, steps)

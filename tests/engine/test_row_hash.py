@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 def test_row_hashes_are_those_held_tables_already_store(spark):
     from pyspark.sql import functions as F
 
-    from waterline.engine.spark.profile import row_hash, row_hashes
+    from waterline.engine.ingest.profile import row_hash, row_hashes
 
     rows = spark.sql("""SELECT * FROM VALUES
         (1, 'a', CAST(1.5 AS DOUBLE), TIMESTAMP'2026-01-01 10:00:00', map('k', 1), CAST(NULL AS STRING)),

@@ -1,4 +1,4 @@
-"""Duplicate keys among a held append's staged files, found with pyarrow (`engine.delta.staged_keys`). No JVM."""
+"""Duplicate keys among a held append's staged files, found with pyarrow (`engine.ingest.appended_keys`). No JVM."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from waterline.engine.core.keys import MAX_KEYS_IN_ERROR, duplicate_keys_error
-from waterline.engine.delta.staged_keys import duplicate_keys
+from waterline.engine.ingest.appended_keys import duplicate_keys
 
 
 def _files(folder, *tables) -> str:

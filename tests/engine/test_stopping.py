@@ -1,5 +1,5 @@
 """SIGTERM stops `waterline release --wait-until-due` within the grace, whatever its step is
-doing, and the feed lease is free at once afterwards (`waterline.engine.log.stopping`).
+doing, and the feed lease is free at once afterwards (`waterline.engine.tables.stopping`).
 
 The run is made to hang at a boundary under the feed lease (``WATERLINE_HANG_AT``): a step
 that never returns, as the endless history search of issue 53 did. Real CLI process, real
@@ -20,8 +20,8 @@ from tests.engine.feedkit import far_future_clock, make_spec, spec_dict, write_p
 from tests.engine.stopkit import CLI, GRACE_S, assert_stopped_and_lease_free, start_hung, stop_and_wait, wait_for_hang
 from waterline import Feed
 from waterline.engine.core import faults
-from waterline.engine.log.lease import feed_lease
-from waterline.engine.log.stopping import GRACE_ENV, exit_code
+from waterline.engine.tables.lease import feed_lease
+from waterline.engine.tables.stopping import GRACE_ENV, exit_code
 
 pytestmark = pytest.mark.spark
 TIERS = {"rt": "TRUE"}

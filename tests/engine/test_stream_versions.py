@@ -1,4 +1,4 @@
-"""`waterline.engine.core.stream_versions` against `waterline.semantics.stream_batch`, no JVM.
+"""`waterline.engine.ingest.collected_versions` against `waterline.semantics.stream_batch`, no JVM.
 
 Held is built by random batches through the oracle (revisions, tombstones, moves between
 partitions, tombstones of absent keys); the next batch's records, from two Kafka
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from waterline.engine.core import columns as C
-from waterline.engine.core.stream_versions import KIND, batch_counts, batch_versions, last_records
+from waterline.engine.ingest.collected_versions import KIND, batch_counts, batch_versions, last_records
 from waterline.semantics import NEG_INF, StreamRecord, stream_batch, stream_current
 
 TIER = "t"

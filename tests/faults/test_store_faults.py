@@ -261,7 +261,7 @@ def test_another_writer_on_a_tier_of_s3_during_a_release(scenario, faulty_spark,
 
 def _race(s: Scenario, spark, monkeypatch, kind: str, when: str) -> None:
     from waterline.engine.core import faults
-    from waterline.engine.spark import release as release_step
+    from waterline.engine.release import release as release_step
 
     s.ingest("b", [_row(3, 2, "z"), _row(4, 4, "w", embargo_minute=25)])
     s.release(30)  # emb now holds files in a and b: an OPTIMIZE has something to rewrite

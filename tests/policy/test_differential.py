@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.policy import grammar
 from waterline.engine.core import columns as C
-from waterline.engine.spark.schedule import last_boundary_sql, schedule_columns, stored_vis_sql
+from waterline.engine.tables.schedule import last_boundary_sql, schedule_columns, stored_vis_sql
 from waterline.policy import PolicyError, compile_policy, tau_sql, vis_sql
 
 pytestmark = pytest.mark.spark

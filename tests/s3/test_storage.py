@@ -67,7 +67,7 @@ def test_arrow_filesystem_reads_what_the_store_holds_and_finds_staged_duplicates
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from waterline.engine.delta.staged_keys import duplicate_keys
+    from waterline.engine.ingest.appended_keys import duplicate_keys
 
     folder = s3proxy.uri("probe/staged/data/_wl_partition=a")
     fs, path = storage.arrow_filesystem(folder)

@@ -14,8 +14,8 @@ from tests.engine.model import MINUTE, POLICIES, FeedModel, expected_tier
 from tests.sharing.conftest import LiveServer
 from tests.sharing.scenario import BASE_US, row, source
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.spark import release as release_step
-from waterline.engine.spark import tables
+from waterline.engine.release import release as release_step
+from waterline.engine.tables import spark_tables as tables
 from waterline.errors import WaterlineError
 from waterline.sharing.server import SharingServer
 from waterline.sharing.tokens import TokenStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.feedkit import spec_dict
-from waterline.engine.log.spark_config import SessionConfig, spark_conf
+from waterline.engine.spark.config import SessionConfig, spark_conf
 from waterline.errors import WaterlineError
 from waterline.spec import SpecError, spec_from_dict
 

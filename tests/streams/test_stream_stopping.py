@@ -1,5 +1,5 @@
 """SIGTERM and Ctrl-C stop `waterline stream` within the grace whatever its batch is doing,
-and the feed lease is free at once afterwards (`waterline.engine.log.stopping`).
+and the feed lease is free at once afterwards (`waterline.engine.tables.stopping`).
 
 The batch is made to hang before its held commit, under the lease, in Spark's batch thread
 (``WATERLINE_HANG_AT``): the stop the stream asks for (after the current batch) never comes,

@@ -5,7 +5,7 @@ it. Sleeping for ``due - now`` once is not enough: the clock may be read a
 microsecond early, or the process may be woken early. So the wait sleeps in
 small steps and re-reads the clock each time; it returns only a reading that
 is at or past the due instant. The release that follows still caps W at the
-clock it reads under its lease (`waterline.engine.spark.release.release`), so even
+clock it reads under its lease (`waterline.engine.release.release.release`), so even
 a wait that returned early could not publish a row before it is due.
 """
 

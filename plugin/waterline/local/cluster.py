@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from waterline.engine.delta import storage
-from waterline.engine.log.spark_config import DELTA_CONF, delta_jars
+from waterline.engine.spark.config import DELTA_CONF, delta_jars
 from waterline.local.processes import HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
 

@@ -20,7 +20,7 @@ from waterline.spec.model import FeedSpec
 from waterline.spec.transform_sql import UnreadTransform, parse_transform
 
 #: Types an event_time column may have: text is parsed at ingest, a TIMESTAMP_NTZ is read in
-#: the spec's time zone (`waterline.engine.spark.validate.parse_event_time`); nothing else.
+#: the spec's time zone (`waterline.engine.ingest.validate.parse_event_time`); nothing else.
 EVENT_TIME_TYPES = ("timestamp", "timestamp_ntz", "string")
 
 

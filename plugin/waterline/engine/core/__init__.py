@@ -1,5 +1,5 @@
-"""The engine's pure room: no I/O, no JVM, no pyspark or deltalake.
+"""The engine's pure room: values, no I/O, no JVM, no pyspark or deltalake.
 
-Column names, results, typed states, due-moment decisions, held-file statistics
-arithmetic, SQL quoting and the retry of lost commit races.
+Column names, results, typed states, a feed's status, event-time bookkeeping, key equality over
+Arrow, duplicate-key errors, SQL quoting, fault points and the retry of lost commit races.
 """

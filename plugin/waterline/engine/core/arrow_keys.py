@@ -6,7 +6,7 @@ hash join compares the bits. `join_keys` makes the two agree, so a semi join in 
 partner (`partner_rows`), and a sort groups rows by key as Spark's grouping does
 (`key_groups`). A nested key (a struct), which Acero neither joins nor sorts on, is
 numbered per distinct value first. The held key lookup (`waterline.engine.delta.arrow_files`),
-a tier step (`arrow_step`) and a small stream batch (`stream_versions`) use them.
+a tier step (`release.driver_step`) and a small stream batch (`ingest.collected_versions`) use them.
 """
 
 from __future__ import annotations

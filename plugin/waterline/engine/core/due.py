@@ -77,7 +77,7 @@ def armed_due_us(spec: FeedSpec, state: FeedStatus) -> int | None:
     Only in clock mode: there W follows the clock, so a due moment in the future
     is certain to arrive; in event mode it waits on data, not on time. The run
     started for it waits on the trusted clock until the moment (see
-    `waterline.engine.spark.prearmed`), so starting it early cannot release early.
+    `waterline.engine.release.prearmed`), so starting it early cannot release early.
     """
     lead_us = int(spec.release_lead_seconds) * 1_000_000
     if lead_us <= 0 or spec.waterline.mode != "clock":

@@ -5,7 +5,7 @@ when it reaches that boundary: no cleanup, no finally blocks, exactly like
 ``kill -9``. ``<name>@<n>`` kills at the n-th time the boundary is reached (a
 stream passes each boundary once per micro-batch, so a test can pick the batch).
 ``WATERLINE_HANG_AT=<name>`` makes the boundary a step that never returns, for the tests
-of stopping (`waterline.engine.log.stopping`). Unset (always, in production) each costs
+of stopping (`waterline.engine.tables.stopping`). Unset (always, in production) each costs
 one dict lookup.
 """
 

@@ -1,6 +1,6 @@
 """A feed's status as `waterline status`, the release sensor and the Airflow trigger see it.
 
-Plain values (computed by `waterline.engine.log.status.read_feed_status` from
+Plain values (computed by `waterline.engine.tables.status.read_feed_status` from
 the tables' commit states alone): per tier, W_T, its lag behind the trusted
 clock, the versions pending and the next due moment.
 """

@@ -1,10 +1,9 @@
-"""The engine's Delta room: Delta tables and the objects under them, read and written without a JVM.
+"""The Delta room: generic Delta tables and the objects under them, read and written without a JVM.
 
-`storage` (where a table lives: local folders, S3, the clients), `objects`
-(whole objects: idempotent create-if-absent, list, ranged reads, deletes),
-`table_log.TableLog` (one reader over a table's log), `commit` (the one writer
-of waterline's own Delta commits), `parquet_files` (staged Parquet files as add
-actions, statistics from footers), `stages` (the folders of files no commit
-names yet) and `staged_keys` (duplicate keys among staged files). Nothing here
-knows feeds, leases or Spark: the log room above builds on it.
+`storage` (where a table lives: local folders, S3), `objects` (whole objects: create-if-absent,
+list, ranged reads, deletes), `actions` (typed log actions), `table_log.TableLog` (one reader over
+a table's log), `commit` (the one writer of waterline's own commits), `new_table`, `file_stats`
+and `restated_stats` (statistics every reader can trust), `parquet_files`, `arrow_files`,
+`stages` (files no commit names yet), `event_table`, `gate` and `rebase`. Nothing here knows a
+feed's tiers, leases or Spark.
 """

@@ -1,6 +1,6 @@
 """The files a compaction wrote, described again with waterline's statistics. No JVM.
 
-Compaction is Delta's OPTIMIZE (`waterline.engine.spark.maintain`, `.gc`), and Spark's
+Compaction is Delta's OPTIMIZE (`waterline.engine.upkeep.maintain`, `.gc`), and Spark's
 writer describes a file in forms delta-kernel's readers (deltalake, polars, DuckDB) read
 wrongly and skip the file by: ``"NaN"`` as a double's upper bound, no bounds for a boolean
 column. So compaction runs with Spark's statistics off (a file without statistics is

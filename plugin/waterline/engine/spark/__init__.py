@@ -1,8 +1,7 @@
-"""The engine's Spark room: everything that needs a Spark session (and so pyspark).
+"""The Spark toolbox: what every room that runs Spark shares, and nothing feed-specific.
 
-Session start-up (local, cluster, Spark Connect), reading a partition's
-output, ingest, release (and pre-armed release runs), GC and hold/resume (the
-local standalone cluster a developer starts lives in `waterline.local`, outside
-the engine). Nothing outside this room imports pyspark; `waterline.Feed` loads
-`operations` on the first operation that needs Spark.
+`config` (where Spark runs and with which conf, plain data), `session` (the process's session,
+classic or Spark Connect, with Delta), `functions` (SQL functions policies use), `local_frames`
+(rows between Spark and the driver), `errors` and `conflicts` (Spark's exceptions as one line),
+`views`, `observed`, `commits`, `committer` and `jvm_log`.
 """

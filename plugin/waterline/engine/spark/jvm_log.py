@@ -20,9 +20,9 @@ from typing import Iterator
 
 from pyspark.sql import SparkSession
 
-from waterline.engine.log.spark_config import SessionConfig
+from waterline.engine.spark.config import SessionConfig
 from waterline.engine.spark.session import get_session
-from waterline.engine.spark.spark_errors import silence_pyspark_error_logs
+from waterline.engine.spark.errors import silence_pyspark_error_logs
 
 
 def jvm_log_path() -> Path:

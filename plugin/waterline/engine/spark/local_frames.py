@@ -5,7 +5,7 @@ candidates, chosen by statistics) and rewrites a handful of tier files. Spark re
 them through Delta rebuilds each table's snapshot and filters its files in jobs of its
 own, and each step of the plan is a job. Up to `local_rows()` rows, the files are read
 with pyarrow (`waterline.engine.delta.arrow_files`) and the tier step computed on the
-driver (`waterline.engine.log.staged_files`); where Spark still plans over them (a tier
+driver (`waterline.engine.release.step_files`); where Spark still plans over them (a tier
 too large to read that way), they become a local relation here.
 Above that limit the Spark path reads and writes as before: the driver holds what it reads.
 """
@@ -28,7 +28,7 @@ from waterline.errors import WaterlineError
 
 #: The environment variable that sets `local_rows` (0: every release reads and writes with Spark).
 LOCAL_ROWS_ENV = "WATERLINE_LOCAL_ROWS"
-#: A tier step is computed column-wise (`arrow_step`): a 1M drain's release on the driver
+#: A tier step is computed column-wise (`release.driver_step`): a 1M drain's release on the driver
 #: left the drain 1.3-2 s shorter than through Spark (docs/decisions.md "A tier step on the
 #: driver, column-wise").
 DEFAULT_LOCAL_ROWS = 1_000_000

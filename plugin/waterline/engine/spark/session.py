@@ -1,6 +1,6 @@
 """The process's Spark session, classic or Spark Connect, with Delta configured.
 
-The conf comes from `waterline.engine.log.spark_config` (no pyspark there).
+The conf comes from `waterline.engine.spark.config` (no pyspark there).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from waterline.engine.log.spark_config import SessionConfig, connect_conf, spark_conf
+from waterline.engine.spark.config import SessionConfig, connect_conf, spark_conf
 
 
 def get_session(config: SessionConfig | None = None) -> SparkSession:
