@@ -16,12 +16,12 @@ import os
 import sys
 import urllib.request
 from importlib.util import find_spec
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from waterline.engine.delta import storage
 from waterline.engine.spark.config import DELTA_CONF, delta_jars
-from waterline.local.processes import HOST, alive, free_port, kill_group, port_open, spawn, wait_for
+from waterline.local.processes import SavedState, HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
 
 DEFAULT_STATE_DIR = ".waterline/spark"
@@ -30,8 +30,11 @@ _CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 @dataclass
-class ClusterState:
+class ClusterState(SavedState):
     """What `start` started: URLs and the process-group leaders' pids."""
+
+    FILE = _STATE_FILE
+    DEFAULT_DIR = DEFAULT_STATE_DIR
 
     state_dir: str
     master_url: str | None = None
@@ -39,13 +42,6 @@ class ClusterState:
     connect_url: str | None = None
     pids: dict[str, int] = field(default_factory=dict)
 
-    def save(self) -> None:
-        Path(self.state_dir, _STATE_FILE).write_text(json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def load(cls, state_dir: str | Path = DEFAULT_STATE_DIR) -> ClusterState | None:
-        path = Path(state_dir, _STATE_FILE)
-        return cls(**json.loads(path.read_text())) if path.exists() else None
 
     def alive(self) -> dict[str, bool]:
         return {name: alive(pid) for name, pid in self.pids.items()}

@@ -11,16 +11,15 @@ keeps the topics. The jars (``kafka_2.13`` 4.x and its closure) sit in a folder 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import shutil
 import subprocess
 import sys
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from waterline.local.processes import HOST, alive, free_port, kill_group, port_open, spawn, wait_for
+from waterline.local.processes import SavedState, HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
 
 DEFAULT_STATE_DIR = ".waterline/kafka"
@@ -29,8 +28,11 @@ _LOG_NAME = "broker.log"
 
 
 @dataclass
-class BrokerState:
+class BrokerState(SavedState):
     """What `start` started: where it listens, its pid, the storage it formatted."""
+
+    FILE = _STATE_FILE
+    DEFAULT_DIR = DEFAULT_STATE_DIR
 
     state_dir: str
     bootstrap: str
@@ -38,13 +40,6 @@ class BrokerState:
     cluster_id: str
     pid: int | None = None
 
-    def save(self) -> None:
-        Path(self.state_dir, _STATE_FILE).write_text(json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def load(cls, state_dir: str | Path = DEFAULT_STATE_DIR) -> BrokerState | None:
-        path = Path(state_dir, _STATE_FILE)
-        return cls(**json.loads(path.read_text())) if path.exists() else None
 
     @property
     def port(self) -> int:

@@ -7,17 +7,40 @@ signalling their whole group (a launcher script execs java; executors are its ch
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
+from typing import ClassVar, TypeVar
 
 from waterline.errors import WaterlineError
 
 HOST = "127.0.0.1"
+
+_S = TypeVar("_S", bound="SavedState")
+
+
+class SavedState:
+    """What a `start` started, kept as JSON in its state folder so a later `stop` or `status`
+    (another process) finds it. Subclasses are dataclasses with a ``state_dir`` field and name
+    their file and default folder."""
+
+    FILE: ClassVar[str]
+    DEFAULT_DIR: ClassVar[str]
+    state_dir: str
+
+    def save(self) -> None:
+        Path(self.state_dir, self.FILE).write_text(json.dumps(asdict(self), indent=2))  # type: ignore[call-overload]
+
+    @classmethod
+    def load(cls: type[_S], state_dir: str | Path | None = None) -> _S | None:
+        path = Path(state_dir if state_dir is not None else cls.DEFAULT_DIR, cls.FILE)
+        return cls(**json.loads(path.read_text())) if path.exists() else None
 
 
 def free_port() -> int:
