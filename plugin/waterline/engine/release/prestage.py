@@ -38,9 +38,8 @@ from waterline.engine.delta.arrow_files import DataFile
 from waterline.engine.delta.commit import FileActions, table_unsupported
 from waterline.engine.delta.gate import warn_slow_path
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.release import step_files
 from waterline.engine.release.prestaged import StagedRelease, StagedTier, stage_folder
-from waterline.engine.release.step_files import FILE_COLUMN, change_actions, counted_changes, inserts_staged
+from waterline.engine.release.step_files import FILE_COLUMN, change_actions, counted_changes, inserts_staged, stage_tier
 from waterline.engine.spark import observed
 from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.local_frames import arrow_schema, fits, read_local, spark_frame
@@ -140,7 +139,7 @@ def _stage_small(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tie
     if not in_tier or fits(tier_log.row_count(sorted(in_tier))):
         bounds = StepBounds(tier=step.tier, low=step.low, s0=step.s0, w=step.w)
         tier_schema = arrow_schema(table_schema(tier_log))
-        return step_files.stage_tier(spec, staged, bounds, held, scope, tier_log, tier_schema, token,
+        return stage_tier(spec, staged, bounds, held, scope, tier_log, tier_schema, token,
                                        in_tier=in_tier)
     frame = spark_frame(spark, held, held_schema)
     return _stage_tier(spark, spec, step, state, frame, scope, single, tier_log, token)
