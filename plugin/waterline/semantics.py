@@ -58,6 +58,15 @@ BoundValue = tuple["int | None", bool]
 # --- Rule 1: visibility --------------------------------------------------------
 
 
+def representable(value: int | None) -> int | None:
+    """A bound's value as Spark holds it: None (SQL NULL) when it lies outside Spark's
+    TIMESTAMP range, which is exactly ``[NEG_INF, POS_INF]`` µs (the engine renders a
+    bound's arithmetic with try_ functions, NULL on overflow)."""
+    if value is None or not NEG_INF <= value <= POS_INF:
+        return None
+    return value
+
+
 def branch_interval(
     guard: bool | None,
     lowers: Sequence[BoundValue],
@@ -73,16 +82,23 @@ def branch_interval(
     lowers -> the greatest start, several uppers -> the least end; no lowers ->
     NEG_INF, no uppers -> POS_INF. Any NULL bound makes the comparison NULL,
     hence not TRUE: the branch is empty. So is ``start >= end``.
+
+    A bound value outside ``[NEG_INF, POS_INF]`` (an instant past Spark's last
+    TIMESTAMP, year 294247, or before its first) is NULL too (:func:`representable`):
+    a visibility bound past the last instant is never due, and an expiry bound that
+    cannot be represented hides the row rather than show it (docs/semantics.md).
     """
     if guard is not True:
         return None
     starts: list[int] = []
     for value, strict in lowers:
+        value = representable(value)
         if value is None:
             return None
         starts.append(value + 1 if strict else value)
     ends: list[int] = []
     for value, strict in uppers:
+        value = representable(value)
         if value is None:
             return None
         ends.append(value if strict else value + 1)
@@ -382,6 +398,7 @@ __all__ = [
     "Interval",
     "BoundValue",
     "Version",
+    "representable",
     "branch_interval",
     "visibility",
     "visible_at",

@@ -56,16 +56,25 @@ def read_tier(spark, spec, tier: str) -> dict[tuple, dict]:
     """
     from waterline.engine.delta.storage import delta_table
 
-    table = delta_table(spec.tier_path(tier)).to_pyarrow_table()
+    table = _timestamps_as_micros(delta_table(spec.tier_path(tier)).to_pyarrow_table())
     out = {}
     for r in table.to_pylist():
         key = (r["_wl_partition"], r["id"])
         assert key not in out, f"duplicate identity {key} in tier {tier}"
-        for column in ("event_time", "embargo_until"):
-            if r.get(column) is not None:
-                r[column] = _micros(r[column])
         out[key] = r
     return out
+
+
+def _timestamps_as_micros(table):
+    """Timestamp columns as µs integers, cast by Arrow: Python's datetime stops at year 9999,
+    Spark's TIMESTAMP at 294247."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type):
+            micros = table.column(i).cast(pa.timestamp("us", field.type.tz)).cast(pa.int64())
+            table = table.set_column(i, field.name, micros)
+    return table
 
 
 def _micros(ts) -> int:
@@ -74,6 +83,23 @@ def _micros(ts) -> int:
     ts = ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
     delta = ts - ts.replace(year=1970, month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
     return delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+
+
+def iso_any_year(us: int) -> str:
+    """``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC) for any µs Spark holds, years past 9999 included
+    (Spark parses them as text); proleptic Gregorian, as Spark's calendar."""
+    days, rest = divmod(us, 86_400_000_000)
+    # days since 1970-01-01 to a civil date (H. Hinnant's days_from_civil, inverted)
+    z = days + 719_468
+    era, doe = divmod(z, 146_097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day, month = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    seconds, micros = divmod(rest, 1_000_000)
+    return (f"{year:04d}-{month:02d}-{day:02d} {seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+            f".{micros:06d}")
 
 
 def far_future_clock() -> FixedClock:

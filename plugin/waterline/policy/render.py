@@ -6,6 +6,8 @@ Spark SQL notes that shape this file:
 * ``greatest``/``least`` skip NULLs, so NULL bounds are tested explicitly first.
 * ``x + 1`` on BIGINT raises under ANSI mode at the top of the range; the
   ``least(..., POS_INF - 1)`` clamp keeps ``+1µs`` from ever overflowing.
+* A bound's arithmetic is rendered with Spark's try_ functions
+  (`waterline.policy.overflow`): past year 294247 the bound is NULL, not an error.
 * Intervals are merged with ``aggregate`` over a sorted array, carrying the
   interval being extended separately so no array index can go out of bounds.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from waterline.policy.overflow import safe_bound_sql
 from waterline.policy.plan import Bound, Branch, ReleasePlan
 from waterline.semantics import NEG_INF as _NEG_INF
 from waterline.semantics import POS_INF as _POS_INF
@@ -31,12 +34,14 @@ def _micros_plus_one(expr: str) -> str:
 
 def _start(bound: Bound) -> str:
     # L < W starts one µs after L.
-    return _micros_plus_one(bound.expr) if bound.strict else f"unix_micros({bound.expr})"
+    expr = safe_bound_sql(bound.expr)
+    return _micros_plus_one(expr) if bound.strict else f"unix_micros({expr})"
 
 
 def _end(bound: Bound) -> str:
     # W <= U ends (exclusively) one µs after U.
-    return f"unix_micros({bound.expr})" if bound.strict else _micros_plus_one(bound.expr)
+    expr = safe_bound_sql(bound.expr)
+    return f"unix_micros({expr})" if bound.strict else _micros_plus_one(expr)
 
 
 def _combine(function: str, parts: Sequence[str], default: str) -> str:
@@ -56,7 +61,8 @@ def render_interval(branch: Branch) -> tuple[str, str, str]:
     if branch.guard is not None:
         conditions.append(f"coalesce(({branch.guard}), false)")
     for bound in (*branch.lowers, *branch.uppers):
-        not_null = f"({bound.expr}) IS NOT NULL"
+        # NULL for a NULL operand and for a bound past Spark's last instant alike
+        not_null = f"({safe_bound_sql(bound.expr)}) IS NOT NULL"
         if not_null not in conditions:
             conditions.append(not_null)
     return (" AND ".join(conditions) if conditions else "TRUE"), start, end
