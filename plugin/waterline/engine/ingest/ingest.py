@@ -47,7 +47,7 @@ from waterline.engine.delta.commit import property_commit, table_unsupported, wr
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.delta.storage import is_delta_table
 from waterline.engine.delta.table_log import APP_SEQ, TableLog
-from waterline.engine.ingest import held_append
+from waterline.engine.ingest import held_append, row_errors
 from waterline.engine.ingest import versions as V
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
@@ -129,6 +129,20 @@ class _Output:
 
 def _ingest_locked(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock, lease: Lease) -> IngestResult:
     out = _read(spark, spec, partition, clock)
+    try:
+        return _ingest_output(spark, spec, out, lease)
+    except Exception as exc:
+        # a policy operator failing on one row's value: that row's key, tier and column
+        where = row_errors.locate(exc, spec, out.rows, out.plans)
+        if where is None:
+            raise
+        raise WaterlineError(f"feed {spec.feed}: partition {partition}: {where}") from exc
+
+
+def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lease) -> IngestResult:
+    """The versions of the partition's output ``out`` appended to held (or nothing, when
+    no row changed), and its quarantined rows written."""
+    partition = out.partition
     held_log = out.held_log
     # tiers a run killed while creating them left missing: this ingest may not reach its own
     # creation (an unchanged partition returns early)

@@ -36,7 +36,7 @@ from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables.lease import Lease
-from waterline.engine.ingest import held_append
+from waterline.engine.ingest import held_append, row_errors
 from waterline.engine.stream import batch_write as W
 from waterline.engine.ingest import versions as V
 from waterline.engine.ingest.ingest import under_lease
@@ -49,7 +49,7 @@ from waterline.engine.tables.spark_tables import (
     create_own_table, ensure_tier_tables, held_stats_columns, payload_schema, table_schema,
 )
 from waterline.engine.ingest.validate import REASON, check_columns, check_schema, parse_event_time, parsed_schema, reason_column
-from waterline.errors import SpecError
+from waterline.errors import SpecError, WaterlineError
 from waterline.spec import FeedSpec
 from waterline.spec.stream_sql import REMOVE
 
@@ -138,7 +138,13 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
         held_log = _create_held(spark, spec, batch, plans)
     kept: list[DataFrame] = []
     try:
-        written = _written(spark, spec, source, batch_id, batch, plans, frames, held_log, state, now, bound, kept)
+        try:
+            written = _written(spark, spec, source, batch_id, batch, plans, frames, held_log, state, now, bound, kept)
+        except Exception as exc:  # a policy operator failing on one row's value: name the row
+            where = row_errors.locate(exc, spec, batch.rows, plans)
+            if where is None:
+                raise
+            raise WaterlineError(f"feed {spec.feed}: stream {source} batch {batch_id}: {where}") from exc
         stats, counts, token = written.stats, written.counts, written.token
         new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
         # a version due before now is due now (late data, removals at minus infinity)
