@@ -59,9 +59,8 @@ BoundValue = tuple["int | None", bool]
 
 
 def representable(value: int | None) -> int | None:
-    """A bound's value as Spark holds it: None (SQL NULL) when it lies outside Spark's
-    TIMESTAMP range, which is exactly ``[NEG_INF, POS_INF]`` µs (the engine renders a
-    bound's arithmetic with try_ functions, NULL on overflow)."""
+    """A bound's value as Spark holds it: None (NULL, as Spark's try_ arithmetic gives) outside
+    its TIMESTAMP range, which is exactly ``[NEG_INF, POS_INF]`` µs (year 294247 at the end)."""
     if value is None or not NEG_INF <= value <= POS_INF:
         return None
     return value
@@ -83,10 +82,7 @@ def branch_interval(
     NEG_INF, no uppers -> POS_INF. Any NULL bound makes the comparison NULL,
     hence not TRUE: the branch is empty. So is ``start >= end``.
 
-    A bound value outside ``[NEG_INF, POS_INF]`` (an instant past Spark's last
-    TIMESTAMP, year 294247, or before its first) is NULL too (:func:`representable`):
-    a visibility bound past the last instant is never due, and an expiry bound that
-    cannot be represented hides the row rather than show it (docs/semantics.md).
+    A bound outside Spark's TIMESTAMP range is NULL too (:func:`representable`; docs/semantics.md).
     """
     if guard is not True:
         return None
