@@ -56,7 +56,7 @@ def read_tier(spark, spec, tier: str) -> dict[tuple, dict]:
     """
     from waterline.engine.delta.storage import delta_table
 
-    table = _timestamps_as_micros(delta_table(spec.tier_path(tier)).to_pyarrow_table())
+    table = timestamps_as_micros(delta_table(spec.tier_path(tier)).to_pyarrow_table())
     out = {}
     for r in table.to_pylist():
         key = (r["_wl_partition"], r["id"])
@@ -65,7 +65,7 @@ def read_tier(spark, spec, tier: str) -> dict[tuple, dict]:
     return out
 
 
-def _timestamps_as_micros(table):
+def timestamps_as_micros(table):
     """Timestamp columns as µs integers, cast by Arrow: Python's datetime stops at year 9999,
     Spark's TIMESTAMP at 294247."""
     import pyarrow as pa

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from tests.engine.feedkit import _timestamps_as_micros, iso_any_year
+from tests.engine.feedkit import iso_any_year, timestamps_as_micros
 from tests.interop.extremes import SCHEMA, tame_rows, wild_rows
 from waterline.semantics import POS_INF, Version, branch_interval, tier_state, visibility
 
@@ -131,7 +131,7 @@ def tier_rows(path: str) -> dict[int, tuple]:
     """The tier as deltalake reads it, in the model's form (timestamps as µs, any year)."""
     from waterline.engine.delta.storage import delta_table
 
-    table = _timestamps_as_micros(delta_table(path).to_pyarrow_table(columns=["id", "event_time", *PAYLOAD]))
+    table = timestamps_as_micros(delta_table(path).to_pyarrow_table(columns=["id", "event_time", *PAYLOAD]))
     out = {}
     for r in table.to_pylist():
         out[r["id"]] = (r["event_time"], *(_normal(r[n]) for n in PAYLOAD))
@@ -180,7 +180,7 @@ def check_statistics(path: str, columns: Iterable[str]) -> int:
     checked = 0
     for file, stats in live_adds(path).items():
         raw = pq.read_table(os.path.join(path, file), coerce_int96_timestamp_unit="us")
-        data = _timestamps_as_micros(raw)
+        data = timestamps_as_micros(raw)
         assert stats["numRecords"] == data.num_rows, file
         for name in columns:
             if name not in data.column_names:
