@@ -25,6 +25,9 @@ $(STAMP): requirements.lock pyproject.toml build/delta-jars.pom.xml build/s3-jar
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
+# The checkout's editable install was named `waterline` before 0.9.0 (now `waterline-tiers`): drop it.
+	$(BIN)/python -m pip uninstall --quiet --yes waterline 2>/dev/null || true
+	rm -rf plugin/waterline.egg-info
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 # The Jupyter kernel docs/quickstart.ipynb names: this venv's Python (`jupyter` finds it under .venv/share).
 	$(BIN)/python -m ipykernel install --sys-prefix --name waterline --display-name "waterline (.venv)" >/dev/null

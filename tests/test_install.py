@@ -18,3 +18,10 @@ def test_airflow_3_and_the_pinned_dagster_stack_are_installed_together():
     assert version("apache-airflow").startswith("3.3.")
     assert version("dagster") == "1.13.27" and version("dagster-webserver") == "1.13.27"
     assert version("pyspark") == "4.2.0"
+
+
+def test_the_distribution_is_waterline_tiers_and_imports_as_waterline():
+    # `waterline` on the package index is another project: ours is published as waterline-tiers.
+    import waterline
+
+    assert version("waterline-tiers") == waterline.__version__

@@ -33,7 +33,7 @@ from waterline.feed import Feed, load
 from waterline.policy import PolicyError
 from waterline.spec import FeedSpec
 
-__version__ = "0.1.0"
+__version__ = "0.9.0"
 
 __all__ = [
     "Breach",
