@@ -21,6 +21,12 @@ and `WaterlineAuditOperator` and the trigger
 `partitions_in_interval` are the pure mapping of runs to partitions. See
 docs/airflow.md.
 """
+# ruff: noqa: E402
+
+from waterline.extras import require
+
+# Checked before the imports below, so a missing Airflow reads as one line naming the extra.
+require("waterline.airflow", "airflow")
 
 from waterline.airflow.assets import held_asset, tier_asset, tier_assets
 from waterline.airflow.dags import (

@@ -22,6 +22,7 @@ from waterline.cli.report import report_group
 from waterline.cli.share import share_group
 from waterline.feed import Stopped, exit_code, stop_told
 from waterline.errors import TransientError, WaterlineError
+from waterline.extras import missing_extra
 
 cli.add_command(share_group)
 cli.add_command(report_group)
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # Spark and Delta errors: keep the first line, the rest behind --verbose
         if verbose:
             traceback.print_exc()
+        if (hint := missing_extra(exc)) is not None:  # an optional part not installed: say which extra
+            click.echo(f"error: {hint}", err=True)
+            sys.exit(EXIT_USER_ERROR)
         first = (str(exc).strip().splitlines() or [""])[0]
         click.echo(f"error: {type(exc).__name__}: {first} (run with --verbose for details)", err=True)
         sys.exit(EXIT_INTERNAL_ERROR)

@@ -13,6 +13,7 @@ from waterline.cli.stream import stream
 from waterline.clock import duration_us, parse_duration, parse_instant
 from waterline.engine.core.results import feed_verdict
 from waterline.errors import WaterlineError
+from waterline.extras import require
 from waterline.feed import Feed, load
 
 #: `waterline audit`: a row released before it was due, or commits the proof could not see.
@@ -211,6 +212,7 @@ def audit(spec: str, tier: str | None, from_: str | None, to: str | None, as_jso
     tiers = [_tier(feed, tier)] if tier else None
     proofs = feed.audit_history(from_, to, tiers=tiers)
     if html_file:
+        require("--html", "plotly")
         from waterline.cli.pages import write_audit_page  # import cost: plotly, only for --html
 
         write_audit_page(feed, proofs, html_file, from_=from_, to=to)
@@ -236,6 +238,7 @@ def demo(root: str | None, as_stream: bool, seconds: float, speed: float) -> Non
     """The whole story on local data: two feeds, ingests, releases stepped through time
     (with --stream: a tick stream with corrections and cancels, released as it arrives)."""
     if as_stream:
+        require("waterline demo --stream", "confluent_kafka")
         from waterline.cli.stream_demo import run_stream_demo
 
         run_stream_demo(root or ".waterline/stream-demo", seconds=seconds, speed=speed, echo=click.echo)

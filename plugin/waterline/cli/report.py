@@ -13,6 +13,7 @@ from waterline.cli.render import instant, table
 from waterline.cli.share import _STORE, _specs, _store
 from waterline.sharing.access_records import AccessRecords, access_path
 from waterline.sharing.usage import usage_report
+from waterline.extras import require
 
 _COLUMNS = ["feed", "tier", "recipient", "days_entitled", "days_read", "requests", "rows", "versions",
             "first_access_us", "last_access_us"]
@@ -41,6 +42,7 @@ def usage(specs, month, fmt, html_file, store_path) -> None:
     report = usage_report(month, {s.feed: list(s.tiers) for s in loaded}, events,
                           AccessRecords(access_path(store.where)).records())
     if html_file:
+        require("--html", "plotly")
         from waterline.cli.pages import write_usage_page  # import cost: plotly, only for --html
 
         write_usage_page(report, events, html_file, source=store.where)

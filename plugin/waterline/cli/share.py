@@ -20,6 +20,7 @@ import click
 
 from waterline.clock import duration_us, format_instant, parse_duration, parse_instant
 from waterline.errors import WaterlineError
+from waterline.extras import require
 from waterline.sharing.entitlements import entitled_at
 from waterline.sharing.protocol import ShareError, check_bind
 from waterline.sharing.tokens import TokenStore, default_store_path, profile
@@ -57,6 +58,7 @@ def serve(specs, host, port, tls_cert, tls_key, insecure, url_ttl, store_path) -
     """Serve the tiers of SPEC... (one share per feed) until interrupted."""
     # uvicorn and starlette cost ~90 ms at import and only `serve` needs them: every other
     # `waterline` command (and shell completion) would pay it at module level.
+    require("waterline share serve", "starlette", "uvicorn")
     from waterline.sharing.app import run
     from waterline.sharing.server import SharingServer
 

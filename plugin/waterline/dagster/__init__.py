@@ -10,6 +10,12 @@ first needs it.
 This module is also the ``dagster_dg_cli.registry_modules`` entry point, so
 ``dg list components`` shows ``waterline.dagster.ReleaseFeed``.
 """
+# ruff: noqa: E402
+
+from waterline.extras import require
+
+# Checked before the imports below, so a missing Dagster reads as one line naming the extra.
+require("waterline.dagster", "dagster", "plotly", extra="dagster")
 
 from waterline.dagster.component import ReleaseFeed
 from waterline.dagster.definitions import definitions_from_specs, ingest_job_name, load_feed_specs

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from waterline.local.processes import SavedState, HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
+from waterline.extras import require
 
 DEFAULT_STATE_DIR = ".waterline/kafka"
 _STATE_FILE = "broker.json"
@@ -111,6 +112,7 @@ def describe(state: BrokerState | None) -> list[str]:
 
 def create_topic(bootstrap: str, topic: str, *, partitions: int = 1, timeout: float = 30.0) -> None:
     """Create ``topic`` (replication 1) unless it exists."""
+    require("waterline kafka", "confluent_kafka")
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -194,6 +196,7 @@ def _format(jars: Path, state: BrokerState, props: Path, log: Path) -> None:
 
 
 def _serves_metadata(bootstrap: str) -> bool:
+    require("waterline kafka", "confluent_kafka")
     from confluent_kafka.admin import AdminClient
 
     if not port_open(int(bootstrap.rsplit(":", 1)[1])):
