@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from waterline.engine.delta import storage
-from waterline.engine.spark.config import DELTA_CONF, delta_jars
+from waterline.engine.spark.config import DELTA_CONF
+from waterline.engine.spark.jars import jar_conf
 from waterline.local.processes import SavedState, HOST, alive, free_port, kill_group, port_open, spawn, wait_for
 from waterline.errors import WaterlineError
 
@@ -188,13 +189,14 @@ def _start_connect(state: ClusterState, port: int, master: str) -> None:
         "spark.databricks.delta.autoCompact.enabled": "false",
         "spark.sql.warehouse.dir": str(Path(state.state_dir, "spark-warehouse")),
         "spark.driver.memory": "2g",
+        **jar_conf(),  # Delta's and waterline's jars: `make setup`'s folder, WATERLINE_JARS, or Ivy
     }
     # A properties file rather than --conf: S3 secrets stay out of `ps` output.
     props = Path(state.state_dir, "connect.properties")
     props.touch(mode=0o600)
     props.write_text("".join(f"{key}={_escape_property(value)}\n" for key, value in conf.items()))
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", _CONNECT_CLASS, "--name", "waterline-connect",
-            "--master", master, "--jars", ",".join(delta_jars()), "--properties-file", str(props)]
+            "--master", master, "--properties-file", str(props)]
     _spawn(state, "connect", argv)
     state.connect_url = f"sc://{HOST}:{port}"
 

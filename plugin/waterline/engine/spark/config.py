@@ -1,9 +1,8 @@
 """Where a feed's Spark runs and with which conf: plain data, no pyspark.
 
 `SessionConfig` is read from a spec's ``spark:`` key and the environment;
-`spark_conf` is the full conf of a classic session (Delta jars resolved by
-`make setup` into ``<venv>/share/waterline/jars``, so a Spark start never
-touches the network; ``WATERLINE_JARS`` overrides the folder). The Spark-running rooms'
+`spark_conf` is the full conf of a classic session (its jars: `jars.jar_conf`: a
+folder, Spark's Ivy resolution, or the cluster's own). The Spark-running rooms'
 `get_session` turns them into a session; the Dagster resource, a local cluster's
 Connect server and `waterline.Feed` use them without importing pyspark.
 """
@@ -11,12 +10,12 @@ Connect server and `waterline.Feed` use them without importing pyspark.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from waterline.engine.delta import storage
+from waterline.engine.spark.jars import jar_conf
 from waterline.errors import WaterlineError
 
 MASTER_ENV = "WATERLINE_SPARK_MASTER"
@@ -172,19 +171,6 @@ LOCAL_DEFAULTS = {
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
-def jars_dir() -> Path:
-    """The folder holding the Delta jars for ``spark.jars``."""
-    return Path(os.environ.get("WATERLINE_JARS") or Path(sys.prefix) / "share" / "waterline" / "jars")
-
-
-def delta_jars() -> list[str]:
-    folder = jars_dir()
-    jars = sorted(str(p) for p in folder.glob("*.jar"))
-    if not any("delta-spark_" in j for j in jars):
-        raise WaterlineError(f"Delta jars not found in {folder}: run `make setup` (or set WATERLINE_JARS)")
-    return jars
-
-
 def _is_loopback(master: str) -> bool:
     return master.startswith("local") or "://127.0.0.1" in master or "://localhost" in master
 
@@ -200,7 +186,7 @@ def spark_conf(config: SessionConfig | None = None) -> dict[str, str]:
         conf.update(LOCAL_DEFAULTS)
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
     conf.update(DELTA_CONF)
-    conf["spark.jars"] = ",".join(delta_jars())
+    conf.update(jar_conf())  # Delta's and waterline's jars: a folder, Ivy, or the cluster's own
     conf.update(storage.spark_conf())  # s3a:// endpoint and credentials, from the AWS env vars
     conf.update(config.conf)
     return conf

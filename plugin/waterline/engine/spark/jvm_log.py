@@ -35,7 +35,7 @@ def jvm_log_path() -> Path:
 
 @contextmanager
 def jvm_stderr_to_log() -> Iterator[Path | None]:
-    """Point fd 2 at `jvm_log_path()` for the block (a JVM started in it keeps the file);
+    """Point fds 2 and 1 at `jvm_log_path()` for the block (a JVM started in it keeps the file);
     yields the path, or None when it cannot be written (then stderr stays as it was)."""
     path = jvm_log_path()
     try:
@@ -44,15 +44,21 @@ def jvm_stderr_to_log() -> Iterator[Path | None]:
     except OSError:  # nowhere to write it: better noise than a failure
         yield None
         return
+    # fd 1 too: a start that resolves spark.jars.packages has Ivy print ":: loading settings ::"
+    # on the JVM's stdout, which would break a caller's --json output.
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
     try:
-        os.dup2(log.fileno(), 2)
+        for fd in saved:
+            os.dup2(log.fileno(), fd)
         yield path
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
         log.close()
 
 
