@@ -47,8 +47,14 @@ def main() -> None:
     first_start_s = time.monotonic() - started
     feed.release(as_of="2026-01-05T11:00:00Z")
     rows = {tier: sorted(feed.read(tier).column("id").to_pylist()) for tier in ("realtime", "delayed_15m")}
+    # waterline's own classes (the wheel's jar) are on the session's classpath
+    utils = feed.spark.sparkContext._jvm.org.apache.spark.util.Utils
+    classes = [utils.classForName(name, True, False).getName()
+               for name in ("dev.waterline.spark.AttemptFolderCommitter", "dev.waterline.spark.ConditionalS3LogStore")]
+    jars = feed.spark.conf.get("spark.jars", "")
     json.dump({"version": waterline.__version__, "module": waterline.__file__, "plan": plan,
-               "ingest": ingested.summary(), "rows": rows, "first_ingest_s": round(first_start_s, 1)}, sys.stdout)
+               "ingest": ingested.summary(), "rows": rows, "classes": classes, "jars": jars.split(","),
+               "first_ingest_s": round(first_start_s, 1)}, sys.stdout)
     print()
 
 
