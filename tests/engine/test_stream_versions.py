@@ -2,7 +2,7 @@
 
 Held is built by random batches through the oracle (revisions, tombstones, moves between
 partitions, tombstones of absent keys); the next batch's records, from two Kafka
-partitions and in a random order, then go through `last_records` and `batch_versions`
+partitions and in a random order, then go through `last_records`, `batch_versions` and `stamped`
 with held's rows as the current versions it looks up. The versions must be the oracle's,
 removals stamped as `schedule.removal_schedule` stamps them. The stream property test
 holds the same code to the oracle through the real broker and Spark.
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from waterline.engine.core import columns as C
-from waterline.engine.ingest.collected_versions import KIND, batch_counts, batch_versions, last_records
+from waterline.engine.ingest.collected_versions import KIND, batch_counts, batch_versions, last_records, stamped
 from waterline.semantics import NEG_INF, StreamRecord, stream_batch, stream_current
 
 TIER = "t"
@@ -69,8 +69,8 @@ def test_a_batch_appends_the_oracles_versions(history, shuffle: random.Random):
         ("k", pa.string()), (C.SEQ, pa.int64()), (C.REMOVED, pa.bool_()), (C.HASH, pa.string()),
         (C.PARTITION, pa.string())]))
 
-    out = batch_versions(rows, current_rows, ["k"], ["k", "v"], [TIER], remove_column=REMOVE, seq=len(history),
-                         ingested_at_us=1_000).to_pylist()
+    out = stamped(batch_versions(rows, current_rows, ["k"], ["k", "v"], [TIER], remove_column=REMOVE),
+                  seq=len(history), ingested_at_us=1_000).to_pylist()
 
     expected = stream_batch(current, records(last_batch))
     got = [((r[C.PARTITION], r["k"]), None if r[C.REMOVED] else {"v": r["v"]}) for r in out]

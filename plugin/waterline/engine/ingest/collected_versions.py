@@ -37,12 +37,13 @@ KIND = "_wl_kind"
 
 
 def batch_versions(last: pa.Table, current: pa.Table, keys: Sequence[str], payload: Sequence[str],
-                   tiers: Sequence[str], *, remove_column: str, seq: int, ingested_at_us: int) -> pa.Table:
+                   tiers: Sequence[str], *, remove_column: str) -> pa.Table:
     """The versions of ``last`` (one row per key: payload, ``remove_column``, partition, row
     hash, schedule columns) against ``current`` (held's rows of those keys: key, seq,
-    removed, hash, partition), stamped with ``seq`` and ``ingested_at_us``; columns in
-    the order `versions.version_columns` gives, then `KIND`. Column-wise: each key's
-    current version by one sort of ``current``, each record's by one join."""
+    removed, hash, partition), not yet stamped (`stamped` adds their ingest time and seq);
+    columns in the order `versions.version_columns` gives up to the ingest time, then `KIND`.
+    Column-wise: each key's current version by one sort of ``current``, each record's by
+    one join."""
     newest = current.take(pa.array(_newest(current, keys), pa.int64()))
     cur = partner_rows(last, newest, keys)  # each record's key's current version, -1 for none
     at = np.where(cur >= 0, cur, 0)
@@ -77,9 +78,15 @@ def batch_versions(last: pa.Table, current: pa.Table, keys: Sequence[str], paylo
         down_columns[C.tau(t)] = down_columns[C.last(t)] = pa.array(np.full(n, NEG_INF, dtype=np.int64))
     order = [*payload, C.HASH, C.PARTITION, C.REMOVED, KIND, *[C.vis(t) for t in tiers],
              *[c for t in tiers for c in (C.tau(t), C.last(t))]]
-    out = pa.concat_tables([_table(up_columns, order), _table(down_columns, order)])
-    stamp = pa.array(np.full(out.num_rows, ingested_at_us, dtype=np.int64)).cast(pa.timestamp("us", tz="UTC"))
-    return out.append_column(C.INGESTED_AT, stamp).append_column(C.SEQ, pa.array(np.full(out.num_rows, seq, dtype=np.int64)))
+    return pa.concat_tables([_table(up_columns, order), _table(down_columns, order)])
+
+
+def stamped(versions: pa.Table, *, seq: int, ingested_at_us: int) -> pa.Table:
+    """``versions`` (`batch_versions`) with their ingest time and held sequence number, the
+    last columns `versions.version_columns` names."""
+    n = versions.num_rows
+    stamp = pa.array(np.full(n, ingested_at_us, dtype=np.int64)).cast(pa.timestamp("us", tz="UTC"))
+    return versions.append_column(C.INGESTED_AT, stamp).append_column(C.SEQ, pa.array(np.full(n, seq, dtype=np.int64)))
 
 
 def _newest(current: pa.Table, keys: Sequence[str]) -> np.ndarray:
@@ -142,4 +149,4 @@ def _table(columns: dict, order: list[str]) -> pa.Table:
     return pa.table({c: columns[c] for c in order})
 
 
-__all__ = ["KIND", "batch_counts", "batch_versions", "last_records"]
+__all__ = ["KIND", "batch_counts", "batch_versions", "last_records", "stamped"]

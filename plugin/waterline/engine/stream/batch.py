@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -38,6 +38,7 @@ from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables.lease import Lease
 from waterline.engine.ingest import held_append, row_errors
 from waterline.engine.stream import batch_write as W
+from waterline.engine.stream.batch_context import BatchContext
 from waterline.engine.ingest import versions as V
 from waterline.engine.ingest.ingest import under_lease
 from waterline.engine.spark.local_frames import batch_fits, spark_frame
@@ -75,8 +76,19 @@ def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: Data
     unless the held table has it already. ``bound``: at most how many records the batch holds,
     when the caller knows (`stream.offsets.batch_bound`); a batch that fits is read by one job."""
     clock = clock or SystemClock()
-    return under_lease(spec, lambda lease: _batch_locked(spark, spec, source, records, batch_id, clock, lease, bound),
-                       what=f"stream {source} batch {batch_id}", where=f"source {source}: batch {batch_id}")
+
+    def locked(lease: Lease) -> StreamBatchResult:
+        held_log = TableLog.open(spec.held_path)
+        done = held_log.transaction_version(stream_app(source))
+        if done is not None and done >= batch_id:
+            log.info("feed %s: stream %s batch %s is in held already (a replay): skipped", spec.feed, source, batch_id)
+            return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
+        return _batch_locked(BatchContext(spark=spark, spec=spec, source=source, batch_id=batch_id, held_log=held_log,
+                                          state=held_log.held_state(spec.feed), now_us=clock.now_us(), lease=lease,
+                                          bound=bound), records)
+
+    return under_lease(spec, locked, what=f"stream {source} batch {batch_id}",
+                       where=f"source {source}: batch {batch_id}")
 
 
 def warm_up(spark: SparkSession, spec: FeedSpec, source: str, sample: DataFrame, records: int) -> int:
@@ -111,42 +123,34 @@ def warm_up(spark: SparkSession, spec: FeedSpec, source: str, sample: DataFrame,
         kept.unpersist()
 
 
-def _batch_locked(spark: SparkSession, spec: FeedSpec, source: str, records: DataFrame, batch_id: int,
-                  clock: Clock, lease: Lease, bound: int | None) -> StreamBatchResult:
-    app = stream_app(source)
-    held_log = TableLog.open(spec.held_path)
-    done = held_log.transaction_version(app)
-    if done is not None and done >= batch_id:
-        log.info("feed %s: stream %s batch %s is in held already (a replay): skipped", spec.feed, source, batch_id)
-        return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
-    state = held_log.held_state(spec.feed)
-    now = clock.now_us()
+def _batch_locked(ctx: BatchContext, records: DataFrame) -> StreamBatchResult:
     # a batch the checkpoint says is too large to collect is read by one pass: nothing kept
-    frames = batch_output(spec, source, records, keep=bound is None or batch_fits(bound))
+    frames = batch_output(ctx.spec, ctx.source, records, keep=ctx.bound is None or batch_fits(ctx.bound))
     try:
-        return _write_batch(spark, spec, source, batch_id, frames, held_log, state, now, lease, bound)
+        return _write_batch(ctx, frames)
     finally:
         frames.close()
 
 
-def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, frames: BatchFrames,
-                 held_log: TableLog, state: HeldState, now: int, lease: Lease, bound: int | None) -> StreamBatchResult:
+def _write_batch(ctx: BatchContext, frames: BatchFrames) -> StreamBatchResult:
+    spark, spec, source, batch_id, state, now = ctx.spark, ctx.spec, ctx.source, ctx.batch_id, ctx.state, ctx.now_us
     app = stream_app(source)
-    batch = _prepare(spark, spec, frames.output, held_log, state)
+    batch = _prepare(spark, spec, frames.output, ctx.held_log, state)
     plans = compile_tiers(spark, spec, batch.rows.select(batch.payload), batch.schema)
-    if not held_log.exists:
-        held_log = _create_held(spark, spec, batch, plans)
+    if not ctx.held_log.exists:
+        ctx = replace(ctx, held_log=_create_held(spark, spec, batch, plans))
+    held_log = ctx.held_log
     kept: list[DataFrame] = []
     try:
         try:
-            written = _written(spark, spec, source, batch_id, batch, plans, frames, held_log, state, now, bound, kept)
+            written = _written(ctx, batch, plans, frames, kept)
         except Exception as exc:  # a policy operator failing on one row's value: name the row
             where = row_errors.locate(exc, spec, batch.rows, plans)
             if where is None:
                 raise
             raise WaterlineError(f"feed {spec.feed}: stream {source} batch {batch_id}: {where}") from exc
         stats, counts, token = written.stats, written.counts, written.token
-        new = _next_state(spec, state, source, stats["max_event"], counts, now, token=token)
+        new = _next_state(ctx, stats["max_event"], counts, token=token)
         # a version due before now is due now (late data, removals at minus infinity)
         due_by_tier = {t: max(tau, now) for t, tau in counts["min_tau"].items() if tau is not None}
         done = StreamBatchResult(
@@ -156,12 +160,12 @@ def _write_batch(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int
             quarantined=written.quarantined, event_waterline_us=new.event_w,
             next_due_us=min(due_by_tier.values(), default=None), due_by_tier=due_by_tier)
         if counts["total"]:
-            _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=lease,
+            _commit(spec, held_log, new, (app, batch_id), moved=_moved(new, state), lease=ctx.lease,
                     parameters={BATCH_PARAMETER: json.dumps(done.to_dict())})
         else:
             held_append.discard(spec.held_path, token)
             if _moved(new, state):
-                lease.check()
+                ctx.lease.check()
                 write_commit(held_log.snapshot(), property_commit(new))
     finally:
         for frame in kept:
@@ -180,9 +184,7 @@ class _Written:
     quarantined: int  # rows and unparseable records quarantined
 
 
-def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, batch: W.Batch, plans,
-             frames: BatchFrames, held_log: TableLog, state: HeldState, now: int, bound: int | None,
-             kept: list[DataFrame]) -> _Written:
+def _written(ctx: BatchContext, batch: W.Batch, plans, frames: BatchFrames, kept: list[DataFrame]) -> _Written:
     """Write the batch's versions and append its quarantine, the way its size asks (frames
     this persists are added to ``kept``, for the caller to free):
 
@@ -194,26 +196,25 @@ def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, ba
       either of the two.
 
     On failure the versions' files are deleted: no commit will name them."""
+    spark, spec, source, held_log, bound = ctx.spark, ctx.spec, ctx.source, ctx.held_log, ctx.bound
     tags, later = _tags(batch, plans)
-    seq = state.seq + 1
     token = new_token()
     unparsed = frames.unparsed
     try:
         small = None
         if batch_fits(bound):
-            small = small_batch(spec, source, collect_rows(spec, batch.rows, tags, later, unparsed),
-                                batch.rows.columns, batch.payload, held_log, seq=seq)
+            small = small_batch(ctx, collect_rows(spec, batch.rows, tags, later, unparsed), batch.rows.columns,
+                                batch.payload)
         elif bound is not None:
-            large = W.write_large(spark, spec, source, batch, tags, later, held_log, seq=seq, token=token)
+            large = W.write_large(ctx, batch, tags, later, token=token)
             rows, stats, counts, token = large.rows, large.stats, large.counts, large.token
         else:
             kept.append(batch.rows.persist(StorageLevel.MEMORY_AND_DISK_DESER))
             rows, stats = W.checked(spec, kept[-1], source)
             if batch_fits(stats["rows"]):
-                small = small_batch(spec, source, collect_rows(spec, rows, tags, later, unparsed), rows.columns,
-                                    batch.payload, held_log, seq=seq)
+                small = small_batch(ctx, collect_rows(spec, rows, tags, later, unparsed), rows.columns, batch.payload)
             else:
-                planned = W.plan_versions(spark, spec, batch, rows, tags, later, held_log, seq=seq)
+                planned = W.plan_versions(ctx, batch, rows, tags, later)
                 counts = W.write(spec, held_log, planned, token)
         if small is not None:
             stats = small.stats
@@ -224,7 +225,7 @@ def _written(spark: SparkSession, spec: FeedSpec, source: str, batch_id: int, ba
         else:
             invalid = rows if stats["quarantined"] else None
             bad = frames.decoded.unparsed_count()
-        _quarantine(spec, source, batch_id, invalid, unparsed if bad else None, now)
+        _quarantine(ctx, invalid, unparsed if bad else None)
     except BaseException:
         held_append.discard(spec.held_path, token)
         raise
@@ -311,11 +312,11 @@ def _commit(spec: FeedSpec, held_log: TableLog, state: HeldState, txn: tuple[str
     faults.boundary(faults.INGEST_AFTER_COMMIT)
 
 
-def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame | None, unparsed: DataFrame | None,
-                now_us: int) -> None:
+def _quarantine(ctx: BatchContext, rows: DataFrame | None, unparsed: DataFrame | None) -> None:
     """Append the batch's invalid rows (those of ``rows`` with a reason) and its unparseable
     records (``unparsed``: quarantine rows) to the quarantine table, once: the append carries
     the transaction (stream app, batch id), so a replay adds nothing. None: there are none."""
+    spec, source, batch_id, now_us = ctx.spec, ctx.source, ctx.batch_id, ctx.now_us
     at = F.expr(f"timestamp_micros({now_us})").alias("_wl_quarantined_at")
     parts = []
     if rows is not None:
@@ -335,8 +336,8 @@ def _quarantine(spec: FeedSpec, source: str, batch_id: int, rows: DataFrame | No
      .save(spec.quarantine_path))
 
 
-def _next_state(spec: FeedSpec, state: HeldState, source: str, max_event: dict, counts: dict, now_us: int, *,
-                token: str) -> HeldState:
+def _next_state(ctx: BatchContext, max_event: dict, counts: dict, *, token: str) -> HeldState:
+    spec, state, source, now_us = ctx.spec, ctx.state, ctx.source, ctx.now_us
     sources, event_w = state.sources, state.event_w
     if spec.waterline.mode == "event":
         sources = advance_sources(sources, max_event, now_us)

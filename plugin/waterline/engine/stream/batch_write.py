@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -23,6 +23,7 @@ from waterline.engine.ingest import held_append
 from waterline.engine.spark import observed
 from waterline.engine.ingest import versions as V
 from waterline.engine.spark.local_frames import arrow_schema, spark_schema
+from waterline.engine.stream.batch_context import BatchContext
 from waterline.engine.tables.schedule import removal_schedule
 from waterline.engine.stream.small_batch import bad_partition
 from waterline.engine.tables.spark_tables import read_delta, table_schema
@@ -90,8 +91,8 @@ class Large:
     token: str
 
 
-def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, tags: dict[str, Column],
-                later: dict[str, Column], held_log: TableLog, *, seq: int, token: str) -> Large:
+def write_large(ctx: BatchContext, batch: Batch, tags: dict[str, Column], later: dict[str, Column], *,
+                token: str) -> Large:
     """A batch too large to collect, in one pass: its versions are planned (`plan_versions`) and
     written as files under ``token`` (uncommitted) by the job that also counts its rows
     (observed metrics, `_row_aggregates`). Keeping the rows for a counting job first cost
@@ -101,11 +102,12 @@ def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, 
     once that pass has run: if one is not, its files are discarded and the batch is written
     again under a new token, those rows quarantined. That second pass counts its own rows:
     the quarantined ones are no longer valid, so no bad value is left to find."""
+    spec, source, held_log = ctx.spec, ctx.source, ctx.held_log
 
     def one_pass(rows: DataFrame, token: str) -> tuple[Large, dict[str, str]]:
         observation = Observation(f"waterline_rows_{token}")
         watched = rows.observe(observation, *_row_aggregates(spec))
-        counts = write(spec, held_log, plan_versions(spark, spec, batch, watched, tags, later, held_log, seq=seq), token)
+        counts = write(spec, held_log, plan_versions(ctx, batch, watched, tags, later), token)
         try:  # counted when Spark reported no metrics (Connect may not): a job that can fail
             row = observed.counted(observation, rows, _row_aggregates(spec))
         except BaseException:
@@ -125,11 +127,12 @@ def write_large(spark: SparkSession, spec: FeedSpec, source: str, batch: Batch, 
     return second
 
 
-def plan_versions(spark: SparkSession, spec: FeedSpec, batch: Batch, rows: DataFrame, tags: dict[str, Column],
-                  later: dict[str, Column], held_log: TableLog, *, seq: int) -> DataFrame:
+def plan_versions(ctx: BatchContext, batch: Batch, rows: DataFrame, tags: dict[str, Column],
+                  later: dict[str, Column]) -> DataFrame:
     """The held versions a batch too large to collect appends, planned in Spark: each key's
     last valid record, diffed against the key's current version wherever it is
     (`waterline.semantics.stream_batch`; `stream.small_batch` is the driver's way)."""
+    spark, spec, held_log, seq = ctx.spark, ctx.spec, ctx.held_log, ctx.seq
     keys = list(spec.key)
     order = [F.col(c).desc() for c in (RECORD_TOPIC, RECORD_PARTITION, RECORD_OFFSET)]
     last = (rows.filter(F.col(REASON).isNull())

@@ -26,7 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from waterline.engine.core import columns as C
-from waterline.engine.ingest.collected_versions import batch_counts, batch_versions, last_records
+from waterline.engine.ingest.collected_versions import batch_counts, batch_versions, last_records, stamped
+from waterline.engine.stream.batch_context import BatchContext
 from waterline.engine.stream.held_keys import current_rows
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.local_frames import arrow_schema, batch_rows, collect_arrow
@@ -78,10 +79,10 @@ def collect_rows(spec: FeedSpec, rows: DataFrame, tags: Mapping[str, Column], la
     return collect_arrow(wide)
 
 
-def small_batch(spec: FeedSpec, source: str, collected: pa.Table, columns: Sequence[str], payload: Sequence[str],
-                held_log: TableLog, *, seq: int) -> SmallBatch:
+def small_batch(ctx: BatchContext, collected: pa.Table, columns: Sequence[str], payload: Sequence[str]) -> SmallBatch:
     """The versions, quarantined rows and counts of a batch `collect_rows` collected
-    (``columns``: the prepared rows'; ``seq``: the versions' held sequence number)."""
+    (``columns``: the prepared rows'; the versions carry the batch's held sequence number)."""
+    spec, source = ctx.spec, ctx.source
     unparsed = pa.table({name: pa.array([], pa.string()) for name in _UNPARSED})
     if _UNPARSED[UNPARSED_REASON] in collected.column_names:
         undecoded = pc.is_valid(collected.column(_UNPARSED[UNPARSED_REASON]))
@@ -91,9 +92,9 @@ def small_batch(spec: FeedSpec, source: str, collected: pa.Table, columns: Seque
                                 bad_partition=partial(bad_partition, spec))
     valid = pc.is_null(rows.column(REASON))
     last = last_records(rows.filter(valid), spec.key, RECORD_ORDER)
-    current = current_versions(spec, held_log, last.select(list(spec.key)))
-    versions = batch_versions(last, current, list(spec.key), payload, list(spec.tiers), remove_column=REMOVE,
-                              seq=seq, ingested_at_us=time.time_ns() // 1000)  # as current_timestamp(): the wall clock
+    current = current_versions(spec, ctx.held_log, last.select(list(spec.key)))
+    versions = stamped(batch_versions(last, current, list(spec.key), payload, list(spec.tiers), remove_column=REMOVE),
+                       seq=ctx.seq, ingested_at_us=time.time_ns() // 1000)  # as current_timestamp(): the wall clock
     latest = counts["max_event"]
     stats = {**counts, "max_event": {} if latest is None else {source: latest}}
     return SmallBatch(versions=versions, invalid=rows.filter(pc.invert(valid)).select(list(columns)),
