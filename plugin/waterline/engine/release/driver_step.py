@@ -5,7 +5,7 @@ The same rules as the Spark plan (`waterline.engine.release.planning.desired_row
 held rows and tier rows the driver already read (`waterline.engine.delta.arrow_files`):
 
 * `desired_rows`: per identity with a candidate version (DESIGN.md rule 3, as
-  `TierStep.candidate_filter` defines a candidate), the governing version at W (the due
+  `planning.candidate_filter` defines a candidate), the governing version at W (the due
   version with the greatest seq) and the tier row it makes: present or not, its visibility
   interval at W, and why (present, removed, expired, between);
 * `step_outlook`: the next boundary after W and the versions still pending, among the rows
@@ -266,7 +266,7 @@ def _intervals(tau: int, last: int, vis: list[dict] | None) -> list[dict]:
 
 
 def _candidate(bounds: StepBounds, seq: int, tau: int, last: int | None, vis: list[dict] | None) -> bool:
-    """`TierStep.candidate_filter` of a due version: ingested since S0, or a boundary in (low, W]."""
+    """`planning.candidate_filter` of a due version: ingested since S0, or a boundary in (low, W]."""
     low, w = bounds.low, bounds.w
     if seq > bounds.s0:
         return True

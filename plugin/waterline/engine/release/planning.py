@@ -4,14 +4,13 @@ For tier T at state (W0, S0) moving to (W, S), an identity's tier row can only
 change if one of its versions
   * was ingested since (seq in (S0, S]) and has takeover <= W, or
   * has a visibility boundary (a start, takeover included, or an end) in (W0, W].
-Those identities are the *candidates* (`TierStep.candidate_filter`); for each,
+Those identities are the *candidates* (`candidate_filter`); for each,
 `desired_rows` recomputes the governing version at W from all its versions.
 `tier_outlook` gives the next due instant and the pending count the new state carries.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -19,54 +18,31 @@ from pyspark.sql import functions as F
 
 from waterline.engine.core import columns as C
 from waterline.engine.release.driver_step import PRESENT, REASON
+from waterline.engine.release.step_context import TierStep
 from waterline.engine.core.held_stats import CandidateScope, HeldFile, outlook
 from waterline.engine.core.results import TierRelease
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
-from waterline.semantics import NEG_INF, POS_INF
+from waterline.semantics import POS_INF
 from waterline.spec import FeedSpec
 
 
 
-@dataclass(frozen=True)
-class TierStep:
-    """One tier's move from (w0, s0) to (w, seq); `low` is w0 with "never released" as NEG_INF."""
-
-    tier: str
-    w0: int | None
-    s0: int
-    w: int
-    seq: int
-    n: int  # the tier state's commit number this step commits (Delta txnVersion)
-    # Another writer changed the tier's rows since its last waterline commit (a RESTORE, a
-    # DELETE by hand): the tier no longer is what its state says, so every due version is a
-    # candidate and rows no candidate accounts for are deleted (the Spark path's MERGE).
-    reconcile: bool = False
-
-    @property
-    def low(self) -> int:
-        return NEG_INF if self.w0 is None or self.reconcile else self.w0
-
-    @property
-    def since(self) -> int:
-        """The ingest sequence the tier is complete through (-1: nothing is taken for granted)."""
-        return -1 if self.reconcile else self.s0
-
-    def candidate_filter(self) -> Column:
-        """Versions that may change this tier's rows between (w0, s0) and (w, seq)."""
-        t, low, w = self.tier, self.low, self.w
-        tau, end = C.tau(t), stored_end_sql(t)
-        due = F.col(tau) <= w
-        if self.reconcile:
-            return due
-        # A NULL array is the single interval [tau, end) (see `stored_vis_sql`): no lambda.
-        crossed = F.expr(
-            f"CASE WHEN {C.vis(t)} IS NULL "
-            f"THEN ({tau} > {low} AND {tau} <= {w}) OR (({end}) > {low} AND ({end}) <= {w}) "
-            f"ELSE exists({C.vis(t)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w})) "
-            "END"
-        )
-        return due & ((F.col(C.SEQ) > self.s0) | ((F.col(C.last(t)) > low) & crossed))
+def candidate_filter(step: TierStep) -> Column:
+    """Versions that may change this tier's rows between (w0, s0) and (w, seq)."""
+    t, low, w = step.tier, step.low, step.w
+    tau, end = C.tau(t), stored_end_sql(t)
+    due = F.col(tau) <= w
+    if step.reconcile:
+        return due
+    # A NULL array is the single interval [tau, end) (see `stored_vis_sql`): no lambda.
+    crossed = F.expr(
+        f"CASE WHEN {C.vis(t)} IS NULL "
+        f"THEN ({tau} > {low} AND {tau} <= {w}) OR (({end}) > {low} AND ({end}) <= {w}) "
+        f"ELSE exists({C.vis(t)}, i -> (i.start > {low} AND i.start <= {w}) OR (i.`end` > {low} AND i.`end` <= {w})) "
+        "END"
+    )
+    return due & ((F.col(C.SEQ) > step.s0) | ((F.col(C.last(t)) > low) & crossed))
 
 
 def plan_step(spec: FeedSpec, tier: str, held_columns: Sequence[str], target: int, seq: int,
@@ -111,14 +87,14 @@ def desired_rows(held: DataFrame, step: TierStep, keys: list[str], payload: list
             due.filter(F.col(C.PARTITION).isin(grouped))
             .groupBy(*keys)
             .agg(
-                F.max(step.candidate_filter()).alias("_wl_candidate"),
+                F.max(candidate_filter(step)).alias("_wl_candidate"),
                 F.max_by(F.struct(*carried), F.col(C.SEQ)).alias("_g"),
             )
             .filter("_wl_candidate")
             .select(*keys, "_g.*")
         )
     if direct:
-        parts.append(due.filter(F.col(C.PARTITION).isin(direct) & step.candidate_filter()).select(*keys, *carried))
+        parts.append(due.filter(F.col(C.PARTITION).isin(direct) & candidate_filter(step)).select(*keys, *carried))
     governing = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     now_in = f"filter({C.vis(tier)}, i -> {w} >= i.start AND {w} < i.`end`)"
     return (

@@ -28,9 +28,9 @@ from pyspark.sql.types import StructType
 
 from waterline.clock import Clock
 from waterline.engine.core import columns as C
-from waterline.engine.release.driver_step import CHANGE_TYPE, StepBounds, step_outlook
+from waterline.engine.release.driver_step import CHANGE_TYPE, step_outlook
 from waterline.engine.core.event_time import target_waterline
-from waterline.engine.core.held_stats import CandidateScope, candidate_scope, single_ingest_partitions, step_files
+from waterline.engine.core.held_stats import candidate_scope, single_ingest_partitions, step_files
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import TierRelease
 from waterline.engine.core.state import TierState
@@ -43,7 +43,8 @@ from waterline.engine.release.step_files import FILE_COLUMN, change_actions, cou
 from waterline.engine.spark import observed
 from waterline.engine.spark.committer import write_parquet
 from waterline.engine.spark.local_frames import arrow_schema, fits, read_local, spark_frame
-from waterline.engine.release.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
+from waterline.engine.release.planning import PRESENT, REASON, desired_rows, plan_step, tier_outlook
+from waterline.engine.release.step_context import StepContext, TierStep
 from waterline.engine.tables.spark_tables import change_feed_enabled, table_schema
 from waterline.spec import FeedSpec
 
@@ -54,14 +55,14 @@ _ACTION = "_wl_action"
 
 
 def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, target_us: int | None = None,
-          staged_at_us: int | None = None, held_log: TableLog | None = None,
-          tiers: Sequence[str] | None = None) -> StagedRelease | None:
+          held_log: TableLog | None = None, tiers: Sequence[str] | None = None) -> StagedRelease | None:
     """Compute and write the release at ``w_us``; None when this feed cannot be staged (no
     held table yet, a tier whose Delta protocol `delta_commit` does not write, a tier without
     its change data feed yet): the release then runs the Spark path.
 
     ``target_us``: the W a release under the lease already computed (else the W the clock
-    at ``w_us`` allows); ``staged_at_us``: its clock reading (else the clock is read);
+    at ``w_us`` allows); the release is staged at ``clock``'s reading (a release under the
+    lease passes a clock fixed at its own reading);
     ``held_log``: the held table's log as that release read it (else it is read);
     ``tiers``: stage only these (else every tier)."""
     held_log = held_log or TableLog.open(spec.held_path)
@@ -104,20 +105,21 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         outlooks = tier_outlook(spark_held, files, in_spark) if in_spark else {}
         for step, scope, read in planned:
             state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False, n=step.n, token=token)
+            ctx = StepContext(spec=spec, step=step, state=state, tier_log=tier_logs[step.tier], scope=scope,
+                              single=single)
             if read is None:
                 next_due, pending = outlooks[step.tier]
-                staged_tiers.append(_stage_tier(spark, spec, step, replace(state, next_due=next_due, pending=pending),
-                                                spark_held, scope, single, tier_logs[step.tier], token))
+                ctx = replace(ctx, state=replace(state, next_due=next_due, pending=pending))
+                staged_tiers.append(_stage_tier(spark, ctx, spark_held))
                 continue
             held = read_local(spec.held_path, [DataFile(f.path, {C.PARTITION: f.partition}) for f in read.files],
                               held_schema)
             held = held.filter(pc.less_equal(held.column(C.SEQ), seq))
             next_due, pending = step_outlook(held, step.tier, step.w, pending=read.pending, next_due=read.next_due)
-            staged_tiers.append(_stage_small(spark, spec, step, replace(state, next_due=next_due, pending=pending),
-                                             held, held_schema, scope, single, tier_logs[step.tier], token))
+            ctx = replace(ctx, state=replace(state, next_due=next_due, pending=pending))
+            staged_tiers.append(_stage_small(spark, ctx, held, held_schema))
     return StagedRelease(
-        feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(),
-        staged_at_us=clock.now_us() if staged_at_us is None else staged_at_us,
+        feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us(),
         steps=tuple(staged_tiers), settled=tuple(settled),
     )
 
@@ -126,47 +128,46 @@ def _read(spark: SparkSession, path: str, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
-def _stage_small(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: pa.Table,
-                 held_schema: StructType, scope: CandidateScope, single: set[str], tier_log: TableLog,
-                 token: str) -> StagedTier:
+def _stage_small(spark: SparkSession, ctx: StepContext, held: pa.Table, held_schema: StructType) -> StagedTier:
     """A tier step whose held rows were read on the driver (``held``): computed there too
     (`step_files.stage_tier`) when the tier's rows of its partitions are few as well,
     else by Spark over ``held`` as a local relation."""
-    staged = _staged(step, state, tier_log)
-    if not scope.partitions:
+    tier_log = ctx.tier_log
+    staged = _staged(ctx)
+    if not ctx.scope.partitions:
         return staged
-    in_tier = tier_log.partitions().intersection(scope.partitions)
+    in_tier = tier_log.partitions().intersection(ctx.scope.partitions)
     if not in_tier or fits(tier_log.row_count(sorted(in_tier))):
-        bounds = StepBounds(tier=step.tier, low=step.low, s0=step.s0, w=step.w)
         tier_schema = arrow_schema(table_schema(tier_log))
-        return stage_tier(spec, staged, bounds, held, scope, tier_log, tier_schema, token,
-                                       in_tier=in_tier)
+        return stage_tier(ctx, staged, held, tier_schema, in_tier=in_tier)
     frame = spark_frame(spark, held, held_schema)
-    return _stage_tier(spark, spec, step, state, frame, scope, single, tier_log, token)
+    return _stage_tier(spark, ctx, frame)
 
 
-def _staged(step: TierStep, state: TierState, tier_log: TableLog) -> StagedTier:
+def _staged(ctx: StepContext) -> StagedTier:
     """A tier step that changes nothing yet: its base, state and result."""
-    return StagedTier(base=tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
-        tier=step.tier, w_us=state.w, previous_w_us=step.w0, seq=state.seq, next_due_us=state.next_due))
+    state = ctx.state
+    return StagedTier(base=ctx.tier_log.snapshot(), state=state, files=FileActions(), result=TierRelease(
+        tier=ctx.tier, w_us=state.w, previous_w_us=ctx.step.w0, seq=state.seq, next_due_us=state.next_due))
 
 
-def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: TierState, held: DataFrame,
-                scope: CandidateScope, single: set[str], tier_log: TableLog, token: str) -> StagedTier:
+def _stage_tier(spark: SparkSession, ctx: StepContext, held: DataFrame) -> StagedTier:
     """One tier's files at ``step.w``, computed by Spark: its rows that change, rewritten
     around the ones that do not."""
-    staged = _staged(step, state, tier_log)
-    partitions = list(scope.partitions)
+    spec, step, tier_log, token = ctx.spec, ctx.step, ctx.tier_log, ctx.token
+    staged = _staged(ctx)
+    partitions = list(ctx.scope.partitions)
     if not partitions:
         return staged
-    keys = [C.PARTITION, *spec.key]
+    keys = ctx.keys
     payload = [c for c in held.columns if not C.is_system(c)]
     schema = table_schema(tier_log)
     columns = [f.name for f in schema.fields]
-    desired = desired_rows(held, step, keys, payload, scope, single)
+    desired = desired_rows(held, step, keys, payload, ctx.scope, ctx.single)
     in_tier = sorted(tier_log.partitions().intersection(partitions))
     if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
-        return _stage_inserts(spec, staged, desired, columns, token, shuffle=any(p not in single for p in partitions))
+        return _stage_inserts(spec, staged, desired, columns, token,
+                              shuffle=any(p not in ctx.single for p in partitions))
     old = (
         _read(spark, spec.tier_path(step.tier), tier_log.version)
         .filter(F.col(C.PARTITION).isin(in_tier))
@@ -196,7 +197,7 @@ def _stage_tier(spark: SparkSession, spec: FeedSpec, step: TierStep, state: Tier
         staged, by_action = counted_changes(staged, {(r[_ACTION], r[REASON]): r["n"] for r in found})
         if not any(by_action.values()):
             return staged
-        _write_files(spec, step.tier, token, changes, old, keys, columns, by_action, touched)
+        _write_files(ctx, changes, old, columns, by_action, touched)
         return replace(staged, files=change_actions(spec, step.tier, token, by_action, tier_log, touched))
     finally:
         changes.unpersist()
@@ -227,11 +228,12 @@ def _write_inserts(desired: DataFrame, columns: list[str], folder: str, token: s
     return observed.counted(observation, desired, list(counts))
 
 
-def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old: DataFrame,
-                 keys: list[str], columns: list[str], by_action: dict[str, int], touched: list[str]) -> None:
+def _write_files(ctx: StepContext, changes: DataFrame, old: DataFrame, columns: list[str], by_action: dict[str, int],
+                 touched: list[str]) -> None:
     """Write the tier's new data files (and change-data files when rows are updated or
     deleted) under the stage folder: the rows that stay in the ``touched`` tier files (those
     holding a row updated or deleted), and the updated and inserted rows."""
+    keys = ctx.keys
     new_values = [F.col(f"n_{c}").alias(c) for c in columns]
     old_values = [F.col(f"o_{c}").alias(c) for c in columns]
     rewritten = changes.filter(F.col(_ACTION).isin("update", "delete"))
@@ -241,7 +243,7 @@ def _write_files(spec: FeedSpec, tier: str, token: str, changes: DataFrame, old:
         .select(*columns)
     )
     new_rows = kept.unionByName(changes.filter(F.col(_ACTION).isin("update", "insert")).select(*new_values))
-    folder = stage_folder(spec, tier, token)
+    folder = stage_folder(ctx.spec, ctx.tier, ctx.token)
     _write(new_rows, f"{folder}/data")
     if by_action["update"] or by_action["delete"]:
         change_type = F.col(_ACTION)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from waterline.clock import Clock, SystemClock
+from waterline.clock import Clock, FixedClock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core import faults
 from waterline.engine.core.event_time import target_waterline
@@ -33,7 +33,8 @@ from waterline.engine.release.prestaged import StagedCommit, commit_staged, disc
 from waterline.engine.delta.table_log import APP_COMMIT, TableLog
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
-from waterline.engine.release.planning import PRESENT, REASON, TierStep, desired_rows, plan_step, tier_outlook
+from waterline.engine.release.planning import PRESENT, REASON, desired_rows, plan_step, tier_outlook
+from waterline.engine.release.step_context import StepContext, TierStep
 from waterline.engine.release.prestage import stage
 from waterline.engine.tables.spark_tables import complete_tier_tables, ensure_change_feed, read_delta
 from waterline.engine.spark.views import temp_view
@@ -83,8 +84,8 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
     if held_log.exists:
         # tiers a run killed while creating them left missing: created before anything is planned
         complete_tier_tables(spark, spec, held_log)
-        staged = stage(spark, spec, w_us=target, clock=clock, target_us=target, staged_at_us=now,
-                       held_log=held_log, tiers=tiers)
+        staged = stage(spark, spec, w_us=target, clock=FixedClock(now), target_us=target, held_log=held_log,
+                       tiers=tiers)
         if staged is not None:
             outcome = StagedCommit(None, reason="not committed")
             try:
@@ -113,7 +114,8 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
             for i, step in enumerate(steps):
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
                 scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
-                results[step.tier] = _apply(spark, spec, step, held, scope, single, *outlooks[step.tier], lease=lease)
+                ctx = _step_context(spark, spec, step, scope, single, outlooks[step.tier])
+                results[step.tier] = _apply(spark, ctx, held, lease=lease)
             faults.boundary(faults.RELEASE_AFTER_TIERS)
     results = {t: results[t] for t in tiers if t in results}
     w = max([target] + [r.w_us for r in results.values() if not r.held])
@@ -148,33 +150,42 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
             desired_rows(held, step, keys, payload, scope, single).groupBy(REASON).count().collect()
 
 
-def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame, scope: CandidateScope,
-           single: set[str], next_due: int | None, pending: int, *, lease: Lease) -> TierRelease:
+def _step_context(spark: SparkSession, spec: FeedSpec, step: TierStep, scope: CandidateScope, single: set[str],
+                  outlook: tuple[int | None, int]) -> StepContext:
+    """The step as the Spark path applies it: the tier's new state (next due, pending) and
+    its log read after the tier has its change data feed."""
+    next_due, pending = outlook
+    state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
+                      next_due=next_due, pending=pending, n=step.n, token=new_token())
+    path = spec.tier_path(step.tier)
+    ensure_change_feed(spark, path)  # tiers created before they kept a change data feed
+    return StepContext(spec=spec, step=step, state=state, tier_log=TableLog.open(path), scope=scope, single=single)
+
+
+def _apply(spark: SparkSession, ctx: StepContext, held: DataFrame, *, lease: Lease) -> TierRelease:
     """Commit the tier's new rows and its new (W_T, seq) together, then the state as the
     table property too (it survives log cleanup; the MERGE's own state may not).
 
     The MERGE carries the Delta transaction (``waterline.commit``, n): if another writer
     already committed n, Delta skips it and `SkippedCommit` makes the caller replan."""
-    keys = [C.PARTITION, *spec.key]
+    step, new_state, scope = ctx.step, ctx.state, ctx.scope
+    keys = ctx.keys
     payload = [c for c in held.columns if not C.is_system(c)]
     metrics = {"inserted": 0, "updated": 0, "deleted": 0}
     reasons: dict[str, int] = {}
-    new_state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
-                          next_due=next_due, pending=pending, n=step.n, token=new_token())
-    path = spec.tier_path(step.tier)
-    ensure_change_feed(spark, path)  # tiers created before they kept a change data feed
-    before = TableLog.open(path).version
+    path = ctx.spec.tier_path(step.tier)
+    before = ctx.tier_log.version
     lease.check()  # the last moment a lost lease can stop the commit
     partitions = list(scope.partitions)
     if partitions:
-        desired = desired_rows(held, step, keys, payload, scope, single).cache()
+        desired = desired_rows(held, step, keys, payload, scope, ctx.single).cache()
         try:
             reasons = {
                 r[REASON]: r["n"] for r in desired.groupBy(REASON).agg(F.count(F.lit(1)).alias("n")).collect()
             }
             if reasons or step.reconcile:  # no candidate at all: skip the MERGE, record the state below
                 with commit_state(spark, new_state, app=APP_COMMIT, version=step.n):
-                    _merge(spark, spec, step.tier, desired, keys, payload, partitions, reconcile=step.reconcile)
+                    _merge(spark, ctx, desired, payload)
         finally:
             desired.unpersist()
     elif step.reconcile:  # no version is due at all: no row may be in the tier
@@ -193,17 +204,17 @@ def _apply(spark: SparkSession, spec: FeedSpec, step: TierStep, held: DataFrame,
         tier=step.tier, w_us=step.w, previous_w_us=step.w0, seq=step.seq,
         released=metrics["inserted"], updated=metrics["updated"], removed=metrics["deleted"],
         expired=min(reasons.get("expired", 0), metrics["deleted"]), candidates=sum(reasons.values()),
-        next_due_us=next_due, changed=any(metrics.values()),
+        next_due_us=new_state.next_due, changed=any(metrics.values()),
     )
 
 
-def _merge(spark: SparkSession, spec: FeedSpec, tier: str, desired: DataFrame, keys: list[str],
-           payload: list[str], partitions: list[str], *, reconcile: bool = False) -> None:
+def _merge(spark: SparkSession, ctx: StepContext, desired: DataFrame, payload: list[str]) -> None:
     """One SQL MERGE of the desired rows into the tier (SQL, so it runs over Spark Connect too).
 
-    ``reconcile``: the desired rows are every due identity's, the tier may hold anything
-    another writer left (rows deleted, changed or added by hand): every column is compared,
-    and tier rows no desired row matches are deleted."""
+    A step that reconciles (``step.reconcile``): the desired rows are every due identity's,
+    the tier may hold anything another writer left (rows deleted, changed or added by hand):
+    every column is compared, and tier rows no desired row matches are deleted."""
+    keys, partitions, reconcile = ctx.keys, list(ctx.scope.partitions), ctx.step.reconcile
     columns = [f"`{c}`" for c in payload + [C.PARTITION, C.SEQ, C.START, C.END]]
     if reconcile:
         on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
@@ -214,7 +225,7 @@ def _merge(spark: SparkSession, spec: FeedSpec, tier: str, desired: DataFrame, k
         changed = f"t.{C.SEQ} <> s.{C.SEQ} OR t.{C.START} <> s.{C.START} OR t.{C.END} <> s.{C.END}"
     with temp_view(desired) as source:
         spark.sql(
-            f"MERGE INTO {delta_path(spec.tier_path(tier))} AS t USING {source} AS s ON {on} "
+            f"MERGE INTO {delta_path(ctx.spec.tier_path(ctx.tier))} AS t USING {source} AS s ON {on} "
             f"WHEN MATCHED AND NOT s.{PRESENT} THEN DELETE "
             f"WHEN MATCHED AND s.{PRESENT} AND ({changed}) THEN UPDATE SET "
             + ", ".join(f"{c} = s.{c}" for c in columns)

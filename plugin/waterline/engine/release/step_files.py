@@ -18,8 +18,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from waterline.engine.core import columns as C
-from waterline.engine.release.driver_step import PRESENT, StepBounds, desired_rows, tier_changes
-from waterline.engine.core.held_stats import CandidateScope
+from waterline.engine.release.driver_step import PRESENT, desired_rows, tier_changes
 from waterline.engine.delta.actions import AddFile, RemoveFile
 from waterline.engine.delta.arrow_files import DataFile, read_files, write_partitioned
 from waterline.engine.delta.commit import FileActions
@@ -28,19 +27,20 @@ from waterline.engine.delta.parquet_files import written_files
 from waterline.engine.delta.stages import STAGE_DIR
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.release.prestaged import StagedTier, stage_folder
+from waterline.engine.release.step_context import StepContext
 from waterline.spec import FeedSpec
 
 #: The column naming each tier row's file in a step's read of the tier.
 FILE_COLUMN = "_wl_file"
 
 
-def stage_tier(spec: FeedSpec, staged: StagedTier, bounds: StepBounds, held: pa.Table, scope: CandidateScope,
-               tier_log: TableLog, tier_schema: pa.Schema, token: str, *, in_tier: set[str]) -> StagedTier:
+def stage_tier(ctx: StepContext, staged: StagedTier, held: pa.Table, tier_schema: pa.Schema, *,
+               in_tier: set[str]) -> StagedTier:
     """One tier step computed and written from the driver: ``held``, the held rows the step
-    reads (`step_files`, at most the release's seq); ``tier_schema``: the tier's columns;
-    ``in_tier``: the step's partitions the tier has files in."""
-    keys = [C.PARTITION, *spec.key]
-    desired = desired_rows(held, bounds, keys, partitions=scope.partitions, seq_floor=scope.seq_floor)
+    reads (`held_stats.step_files`, at most the release's seq); ``tier_schema``: the tier's
+    columns; ``in_tier``: the step's partitions the tier has files in."""
+    spec, tier_log, token, keys = ctx.spec, ctx.tier_log, ctx.token, ctx.keys
+    desired = desired_rows(held, ctx.bounds, keys, partitions=ctx.scope.partitions, seq_floor=ctx.scope.seq_floor)
     folder = stage_folder(spec, staged.tier, token)
     if not in_tier:  # the tier has no row in these partitions yet: every present row is an insert
         present = desired.column(PRESENT)
