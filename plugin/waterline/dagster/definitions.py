@@ -93,23 +93,8 @@ def definitions_from_specs(
             build_quarantine_check(spec, translator),
             build_release_proof_check(spec, translator, resource_key=RESOURCE_KEY),
         ]
-        tier_keys = [translator.get_asset_key(spec, tier) for tier in spec.tiers]
-        release_job = define_asset_job(
-            release_job_name(spec),
-            # the release proof runs in <feed>_audit: a release run stays one release and its checks
-            selection=AssetSelection.assets(*tier_keys) - AssetSelection.checks(*proof_check_keys(spec, translator)),
-            executor_def=in_process_executor,
-            description=f"Release every tier of feed {spec.feed} to the current waterline, then check the tiers.",
-            tags={"waterline/feed": spec.feed, "waterline/op": "release", RELEASE_CONCURRENCY_TAG: spec.feed},
-        )
-        ingest_job = define_asset_job(
-            ingest_job_name(spec),
-            selection=AssetSelection.assets(translator.get_asset_key(spec, HELD)),
-            executor_def=in_process_executor,
-            description=(f"Drain the Kafka topics of feed {spec.feed} into its held table." if spec.is_stream else
-                         f"Ingest partitions of feed {spec.feed} into its held table (one run per partition)."),
-            tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},
-        )
+        release_job = _release_job(spec, translator)
+        ingest_job = _ingest_job(spec, translator)
         maintain_job = build_maintain_job(spec, resource_key=RESOURCE_KEY)
         audit_job = build_audit_job(spec, translator)
         jobs += [release_job, ingest_job, maintain_job, audit_job]
@@ -125,6 +110,31 @@ def definitions_from_specs(
         schedules=schedules,
         resources={RESOURCE_KEY: resource},
         executor=executor,
+    )
+
+
+def _release_job(spec: FeedSpec, translator: WaterlineTranslator) -> Any:
+    """``<feed>_release``: every tier asset and its checks, in-process, one release of a feed at a time."""
+    tier_keys = [translator.get_asset_key(spec, tier) for tier in spec.tiers]
+    return define_asset_job(
+        release_job_name(spec),
+        # the release proof runs in <feed>_audit: a release run stays one release and its checks
+        selection=AssetSelection.assets(*tier_keys) - AssetSelection.checks(*proof_check_keys(spec, translator)),
+        executor_def=in_process_executor,
+        description=f"Release every tier of feed {spec.feed} to the current waterline, then check the tiers.",
+        tags={"waterline/feed": spec.feed, "waterline/op": "release", RELEASE_CONCURRENCY_TAG: spec.feed},
+    )
+
+
+def _ingest_job(spec: FeedSpec, translator: WaterlineTranslator) -> Any:
+    """``<feed>_ingest``: the held asset, in-process (a partitioned job for `dagster job backfill`)."""
+    return define_asset_job(
+        ingest_job_name(spec),
+        selection=AssetSelection.assets(translator.get_asset_key(spec, HELD)),
+        executor_def=in_process_executor,
+        description=(f"Drain the Kafka topics of feed {spec.feed} into its held table." if spec.is_stream else
+                     f"Ingest partitions of feed {spec.feed} into its held table (one run per partition)."),
+        tags={"waterline/feed": spec.feed, "waterline/op": "ingest"},
     )
 
 

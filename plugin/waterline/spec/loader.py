@@ -40,63 +40,21 @@ def spec_from_dict(
     (default: the working directory). ``spec_file`` only names the spec in errors.
     """
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    feed_hint = data.get("feed") if isinstance(data, Mapping) and isinstance(data.get("feed"), str) else None
-    check = SpecChecker(f"spec {spec_file or feed_hint or '<dict>'}")
-    check.mapping(data, "(top level)", "a mapping of spec keys")
-    check.only_keys(data, TOP_LEVEL_KEYS, "")
-    for key in REQUIRED_KEYS:
-        if key not in data:
-            check.fail(key, "required key is missing")
-
+    check = _top_level(data, spec_file)
+    # Keys are checked in this order; the first failure is the one error a user sees.
     feed = check.name(data["feed"], "feed", "feed")
     description = data.get("description")
     if description is not None and not isinstance(description, str):
         check.fail("description", f"expected a string, got {describe(description)}")
     partitions = parse_partitions(check, data["partitions"])
     sources = parse_sources(check, data, base, partitions.kind)
-    transform = data.get("transform")
-    if transform is not None:
-        transform = check.text(transform, "transform").strip()
-        check_transform(check, transform)
-    job = data.get("job")
-    if job is not None:
-        job = check.text(job, "job").strip()
-        if not JOB_PATTERN.match(job):
-            check.fail("job", f"expected 'module.path:function', got {job!r}")
-
-    key = data["key"]
-    if isinstance(key, str):  # `key: id` reads naturally for a one-column key
-        key = [key]
-    if not isinstance(key, list) or not key:
-        check.fail("key", f"expected a non-empty list of column names, got {describe(key)}")
-    key = tuple(check.column(col, f"key[{i}]") for i, col in enumerate(key))
-    duplicates = sorted({c for c in key if key.count(c) > 1})
-    if duplicates:
-        check.fail("key", f"duplicate column {duplicates[0]!r}")
+    transform, job = _transform_and_job(check, data)
+    key = _key(check, data["key"])
     event_time = check.column(data["event_time"], "event_time")
-
-    timezone = data.get("timezone", "UTC")
-    check.text(timezone, "timezone")
-    try:
-        pendulum.timezone(timezone)
-    except Exception:  # pendulum raises InvalidTimezone, or ValueError for odd strings
-        check.fail("timezone", f"unknown IANA time zone {timezone!r} (e.g. UTC, America/New_York)")
-
+    timezone = _timezone(check, data.get("timezone", "UTC"))
     waterline = parse_waterline(check, data.get("waterline", {"mode": "clock"}))
     tiers = parse_tiers(check, data["tiers"])
-    late = check.choice(data.get("late", "publish"), LATE_POLICIES, "late")
-    if late != "publish" and waterline.mode != "event":
-        check.fail("late", f"late: {late} needs waterline mode event (rows are late relative to the event waterline)")
-    interval = data.get("release_interval_seconds", 30)
-    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
-        check.fail("release_interval_seconds", f"expected an integer >= 1, got {interval!r}")
-    freshness = data.get("freshness_lag_seconds")
-    if freshness is not None and (isinstance(freshness, bool) or not isinstance(freshness, int) or freshness < 1):
-        check.fail("freshness_lag_seconds", f"expected an integer >= 1 (seconds), got {freshness!r}")
-    lead = data.get("release_lead_seconds", DEFAULT_LEAD_SECONDS)
-    if isinstance(lead, bool) or not isinstance(lead, int) or lead < 0:
-        check.fail("release_lead_seconds", f"expected an integer >= 0 (seconds before a due moment), got {lead!r}")
-
+    late, interval, freshness, lead = _release_timing(check, data, waterline.mode)
     partition_by, remove_when = _stream_keys(check, data, sources, transform, job)
 
     spec = FeedSpec(
@@ -127,6 +85,74 @@ def spec_from_dict(
     # What can be checked against the output without Spark: the same refusals for every adapter.
     check_policies(spec, check_output(check, spec))
     return spec
+
+
+def _top_level(data: Mapping[str, Any], spec_file: str | None) -> SpecChecker:
+    """The checker naming the spec in its errors, once ``data`` is a mapping of known keys
+    holding every required one."""
+    feed_hint = data.get("feed") if isinstance(data, Mapping) and isinstance(data.get("feed"), str) else None
+    check = SpecChecker(f"spec {spec_file or feed_hint or '<dict>'}")
+    check.mapping(data, "(top level)", "a mapping of spec keys")
+    check.only_keys(data, TOP_LEVEL_KEYS, "")
+    for key in REQUIRED_KEYS:
+        if key not in data:
+            check.fail(key, "required key is missing")
+    return check
+
+
+def _transform_and_job(check: SpecChecker, data: Mapping) -> tuple[str | None, str | None]:
+    """``transform`` (SQL that parses) and ``job`` (``module.path:function``), each optional."""
+    transform = data.get("transform")
+    if transform is not None:
+        transform = check.text(transform, "transform").strip()
+        check_transform(check, transform)
+    job = data.get("job")
+    if job is not None:
+        job = check.text(job, "job").strip()
+        if not JOB_PATTERN.match(job):
+            check.fail("job", f"expected 'module.path:function', got {job!r}")
+    return transform, job
+
+
+def _key(check: SpecChecker, key: Any) -> tuple[str, ...]:
+    """``key``: a non-empty list of distinct column names (or one name)."""
+    if isinstance(key, str):  # `key: id` reads naturally for a one-column key
+        key = [key]
+    if not isinstance(key, list) or not key:
+        check.fail("key", f"expected a non-empty list of column names, got {describe(key)}")
+    key = tuple(check.column(col, f"key[{i}]") for i, col in enumerate(key))
+    duplicates = sorted({c for c in key if key.count(c) > 1})
+    if duplicates:
+        check.fail("key", f"duplicate column {duplicates[0]!r}")
+    return key
+
+
+def _timezone(check: SpecChecker, timezone: Any) -> str:
+    """``timezone``: an IANA time zone name."""
+    check.text(timezone, "timezone")
+    try:
+        pendulum.timezone(timezone)
+    except Exception:  # pendulum raises InvalidTimezone, or ValueError for odd strings
+        check.fail("timezone", f"unknown IANA time zone {timezone!r} (e.g. UTC, America/New_York)")
+    return timezone
+
+
+def _release_timing(check: SpecChecker, data: Mapping, mode: str) -> tuple[str, int, int | None, int]:
+    """``late``, ``release_interval_seconds``, ``freshness_lag_seconds`` and
+    ``release_lead_seconds``; ``mode``: the waterline's (``late`` other than publish needs event)."""
+    late = check.choice(data.get("late", "publish"), LATE_POLICIES, "late")
+    if late != "publish" and mode != "event":
+        check.fail("late", f"late: {late} needs waterline mode event (rows are late relative to the event waterline)")
+    interval = data.get("release_interval_seconds", 30)
+    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+        check.fail("release_interval_seconds", f"expected an integer >= 1, got {interval!r}")
+    freshness = data.get("freshness_lag_seconds")
+    if freshness is not None and (isinstance(freshness, bool) or not isinstance(freshness, int) or freshness < 1):
+        check.fail("freshness_lag_seconds", f"expected an integer >= 1 (seconds), got {freshness!r}")
+    lead = data.get("release_lead_seconds", DEFAULT_LEAD_SECONDS)
+    if isinstance(lead, bool) or not isinstance(lead, int) or lead < 0:
+        check.fail("release_lead_seconds", f"expected an integer >= 0 (seconds before a due moment), got {lead!r}")
+    return late, interval, freshness, lead
 
 
 def _stream_keys(check: SpecChecker, data: Mapping, sources: Mapping, transform: str | None,
