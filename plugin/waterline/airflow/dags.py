@@ -163,9 +163,11 @@ def maintain_dag(
     waterline_conn_id: str | None = WaterlineHook.default_conn_name,
 ) -> DAG:
     """``<feed>_maintain``: every ``maintenance.every``, one task maintaining the feed's tables."""
-    return _maintenance_cron_dag(spec, maintain_dag_id(spec), f"Compact, vacuum, checkpoint and clean feed "
-                                 f"{spec.feed}'s tables.", WaterlineMaintainOperator, "maintain",
-                                 is_paused_upon_creation, default_args, waterline_conn_id)
+    with _maintenance_cron_dag(spec, maintain_dag_id(spec),
+                               f"Compact, vacuum, checkpoint and clean feed {spec.feed}'s tables.",
+                               is_paused_upon_creation, default_args) as dag:
+        WaterlineMaintainOperator(task_id="maintain", spec=spec, waterline_conn_id=waterline_conn_id)
+    return dag
 
 
 def audit_dag(
@@ -176,19 +178,18 @@ def audit_dag(
     waterline_conn_id: str | None = WaterlineHook.default_conn_name,
 ) -> DAG:
     """``<feed>_audit``: every ``maintenance.every``, one task proving the releases since its last run."""
-    return _maintenance_cron_dag(spec, audit_dag_id(spec), f"Prove feed {spec.feed}'s releases since the last "
-                                 "audit were on time.", WaterlineAuditOperator, "audit",
-                                 is_paused_upon_creation, default_args, waterline_conn_id)
-
-
-def _maintenance_cron_dag(spec: FeedSpec, dag_id: str, description: str, operator: type, task_id: str,
-                          is_paused_upon_creation: bool | None, default_args: dict[str, Any] | None,
-                          waterline_conn_id: str | None) -> DAG:
-    """A DAG of one ``operator`` task on the cron of the spec's ``maintenance.every``."""
-    with _feed_dag(spec, dag_id, CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"), description,
-                   is_paused_upon_creation, default_args) as dag:
-        operator(task_id=task_id, spec=spec, waterline_conn_id=waterline_conn_id)
+    with _maintenance_cron_dag(spec, audit_dag_id(spec),
+                               f"Prove feed {spec.feed}'s releases since the last audit were on time.",
+                               is_paused_upon_creation, default_args) as dag:
+        WaterlineAuditOperator(task_id="audit", spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
+
+
+def _maintenance_cron_dag(spec: FeedSpec, dag_id: str, description: str, is_paused_upon_creation: bool | None,
+                          default_args: dict[str, Any] | None) -> DAG:
+    """A DAG of the feed's on the cron of the spec's ``maintenance.every`` (the caller adds its task)."""
+    return _feed_dag(spec, dag_id, CronTriggerTimetable(spec.maintenance.cron, timezone="UTC"), description,
+                     is_paused_upon_creation, default_args)
 
 
 def _feed_dag(spec: FeedSpec, dag_id: str, schedule: Any, description: str, is_paused_upon_creation: bool | None,

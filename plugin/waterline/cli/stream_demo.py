@@ -113,8 +113,7 @@ def run_stream_demo(root: str, *, seconds: float = 90.0, speed: float = 30.0, se
         streaming = threading.Thread(target=stream, name="waterline-stream-demo", daemon=True)
         streaming.start()
         clock.restart()
-        early: list[str] = []
-        live = _produce_rounds(broker.bootstrap, clock, seconds, seed, feed, echo, failures, early)
+        live, early = _produce_rounds(broker.bootstrap, clock, seconds, seed, feed, echo, failures)
         echo("producing stopped; waiting for the real-time tier to hold every live trade ...")
         deadline = time.monotonic() + 180
         while _tier(feed, "realtime") != live and time.monotonic() < deadline and not failures:
@@ -132,13 +131,15 @@ def run_stream_demo(root: str, *, seconds: float = 90.0, speed: float = 30.0, se
 
 
 def _produce_rounds(bootstrap: str, clock: DemoClock, seconds: float, seed: int, feed: Feed, echo: Echo,
-                    failures: list, early: list[str]) -> dict[str, float]:
-    """Trades, corrections and cancels every round until ``seconds`` pass; the live trades'
-    prices. A 15-minute tier row younger than 15 minutes on the demo clock lands in ``early``."""
+                    failures: list) -> tuple[dict[str, float], list[str]]:
+    """Trades, corrections and cancels every round until ``seconds`` pass (or the stream
+    failed: ``failures``); the live trades' prices, and the 15-minute tier rows seen younger
+    than 15 minutes on the demo clock (early: none, if the tier is right)."""
     # the producer lives as long as this call: gone before the broker stops
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     rng = random.Random(seed)
     live: dict[str, float] = {}
+    early: list[str] = []
     n = 0
     echo(f"{'clock':>8}  {'sent':>4} {'fixes':>5} {'cancels':>7}   {'realtime':>8}   {'15-min tier':>11}  newest in 15-min tier")
     sent = fixes = cancels = 0
@@ -172,7 +173,7 @@ def _produce_rounds(bootstrap: str, clock: DemoClock, seconds: float, seed: int,
         echo(f"{_hhmm(now):>8}  {sent:>4} {fixes:>5} {cancels:>7}   {len(_tier(feed, 'realtime')):>8}   "
              f"{delayed:>11}  {'-' if newest is None else _hhmm(newest)}")
         time.sleep(ROUND_SECONDS)
-    return live
+    return live, early
 
 
 def _rows(feed: Feed, tier: str, columns: list[str]) -> list[dict]:

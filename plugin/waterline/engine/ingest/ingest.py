@@ -170,7 +170,7 @@ def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lea
     stored = V.stored_schema(out.schema, out.payload, spec.tiers, hash_as_text=out.hash_as_text)
     why_not = held_append.direct_unsupported(held_log, stored) if held_log.exists else "the held table is created"
     if why_not is None:
-        return _append_directly(spark, spec, out, tagged, columns, prof, fresh=fresh, lease=lease)
+        return _append_directly(spark, spec, out, tagged, prof, fresh=fresh, lease=lease)
     log.info("feed %s: %s appended by Spark's Delta writer: %s", spec.feed, partition, why_not)
     if prof is None:  # a fresh partition of a held table Spark's writer appends to
         prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
@@ -203,8 +203,8 @@ def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> 
                    hash_as_text=hash_as_text)
 
 
-def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, columns: list[str],
-                     prof: Profile | None, *, fresh: bool, lease: Lease) -> IngestResult:
+def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, prof: Profile | None, *,
+                     fresh: bool, lease: Lease) -> IngestResult:
     """Spark writes the versions as uncommitted files; one commit of ours makes them the next
     version of the held table (`held_append`). ``prof`` None: a fresh partition profiled by
     the write itself, whose keys are checked in the written files before the commit."""
@@ -216,7 +216,8 @@ def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: 
     if fresh:
         versions = tagged.filter(V.VALID)
     else:
-        versions = V.diff(spark, spec, tagged, columns, out.partition, seq=out.state.seq + 1)
+        versions = V.diff(spark, spec, tagged, V.version_columns(out.payload, spec.tiers), out.partition,
+                          seq=out.state.seq + 1)
         versions, counted = V.observe_counts(spec, versions)
     try:
         # in the held table's column order

@@ -54,7 +54,7 @@ def prove_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, from_us: int |
     `keep_proofs` kept as they were kept, the later ones from the change data feed.
     ``with_rows``: also every change of the later ones with its due instant (tests)."""
     kept = KeptProofs(kept_proofs_path(spec.feed_dir)).of(tier)
-    live, plans, _ = _prove(spark, spec, tier, kept.through, from_us=from_us, to_us=to_us, plans=plans,
+    live, plans, _ = _prove(spark, spec, tier, kept.through, window=(from_us, to_us), plans=plans,
                             with_rows=with_rows)
     if kept.through < 0:
         return live, plans
@@ -77,11 +77,13 @@ def keep_proofs(spark: SparkSession, spec: FeedSpec, tier: str,
     return len(proof.releases), plans
 
 
-def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *, from_us: int | None = None,
-           to_us: int | None = None, plans: Mapping[str, ReleasePlan] | None = None, with_rows: bool = False
-           ) -> tuple[TierProof, Mapping[str, ReleasePlan] | None, int | None]:
-    """The proof from the change data feed of the commits after version ``after``, the plans,
-    and the newest version examined (None: no table)."""
+def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
+           window: tuple[int | None, int | None] = (None, None), plans: Mapping[str, ReleasePlan] | None = None,
+           with_rows: bool = False) -> tuple[TierProof, Mapping[str, ReleasePlan] | None, int | None]:
+    """The proof from the change data feed of the commits after version ``after`` that
+    committed in ``window`` (from_us, to_us; None: unbounded), the plans, and the newest
+    version examined (None: no table)."""
+    from_us, to_us = window
     log = TableLog.open(spec.tier_path(tier))
     if not log.exists:
         return TierProof(tier=tier, exists=False), plans, None
