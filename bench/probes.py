@@ -126,7 +126,7 @@ RELEASE_PHASES = Phases(
             "_apply", "desired_rows", "_merge", "_merge_metrics", "record_state", "stage", "commit_staged",
         ],
         # the one-commit path: files staged with Spark, then the commit without it
-        "waterline.engine.release.prestage": ["_stage_tier", "_stage_small", "_stage_inserts", "_write_files"],
+        "waterline.engine.release.prestage": ["_stage_tier", "_stage_small", "_stage_inserts", "_write_files", "stage_tier"],
         "waterline.engine.release.step_files": ["stage_tier", "adds", "removes", "written_files"],
         "waterline.engine.release.prestaged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit",
                                         "checkpoint_if_due"],

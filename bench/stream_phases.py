@@ -36,7 +36,7 @@ PHASES = {
     "waterline.engine.stream.batch": ["_create_held", "_quarantine", "_commit"],
     "waterline.engine.stream.batch_write": ["checked", "write_large", "write"],
     "waterline.engine.release.release": ["stage", "commit_staged"],
-    "waterline.engine.release.prestage": ["tier_outlook", "_stage_tier", "_stage_small"],
+    "waterline.engine.release.prestage": ["tier_outlook", "_stage_tier", "_stage_small", "stage_tier"],
     "waterline.engine.release.step_files": ["stage_tier"],
 }
 

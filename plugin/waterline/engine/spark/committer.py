@@ -10,9 +10,9 @@ task's commit is one empty marker file; `parquet_files.data_files` takes only
 marked attempts' files. A 100k-row write on s3proxy: 14 storage requests
 instead of 59, 0.32 s instead of 0.53 s (docs/decisions.md "Held appends").
 
-`make setup` compiles the class into the jars folder every Spark start ships
-(local, a standalone cluster's executors, `waterline spark start`'s Connect
-server). A Spark without it (someone else's Connect server) fails the write's
+The wheel carries the class (compiled at build time; `make setup` also puts it
+in its jars folder), and every Spark start waterline makes ships it (local, a
+standalone cluster's executors, `waterline spark start`'s Connect server). A Spark without it (someone else's Connect server) fails the write's
 set-up, before any task runs: `write_parquet` logs that once and the caller
 plans again; this process's later writes take Hadoop's committer.
 """
@@ -53,6 +53,6 @@ def write_parquet(rows: DataFrame, folder: str, *, mode: str, options: Mapping[s
             raise
         _missing = True
         log.warning("files waterline commits are written with Hadoop's output committer: this Spark has no %s "
-                    "(start it with the jars of `make setup`)", COMMITTER)
+                    "(add waterline's jar, waterline/jars/waterline-spark.jar in the installed package, to its jars)", COMMITTER)
         delete_tree(folder)  # files of executors that had the class: both layouts would be data
         raise SkippedCommit(f"{folder}: no {COMMITTER} in this Spark") from exc
