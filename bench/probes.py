@@ -128,8 +128,8 @@ RELEASE_PHASES = Phases(
         # the one-commit path: files staged with Spark, then the commit without it
         "waterline.engine.release.prestage": ["_stage_tier", "_stage_small", "_stage_inserts", "_write_files", "stage_tier"],
         "waterline.engine.release.step_files": ["stage_tier", "adds", "removes", "written_files"],
-        "waterline.engine.release.prestaged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit",
-                                        "checkpoint_if_due"],
+        "waterline.engine.release.prestaged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit"],
+        "waterline.engine.delta.commit": ["checkpoint_if_due"],  # write_commit's own, after the release's last tier
         _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],
     },
     {"waterline.engine.release.release": ["commit_state"]},

@@ -26,7 +26,10 @@ and `write_commit` is the one place that keeps it:
   written after it when that commit kept every row this one was computed from
   (`waterline.engine.delta.rebase`), as Delta's own conflict checker does;
   otherwise `CommitConflict` and the caller plans again;
-* **checkpoints and log cleanup** at the table's interval (`checkpoint_if_due`).
+* **checkpoints and log cleanup** at the table's interval: every commit it writes is
+  checkpointed when its version is a multiple of ``delta.checkpointInterval``
+  (`checkpoint_if_due`), right after it, or, for the commits of one operation
+  (a release's tiers), after the last of them (`OwedCheckpoints`).
 """
 
 from __future__ import annotations
@@ -172,10 +175,12 @@ def event_commit(files: FileActions) -> Commit:
                   parameters={"mode": "Append", "partitionBy": "[]"})
 
 
-def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBASES) -> int:
+def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBASES,
+                 checkpoints: OwedCheckpoints | None = None) -> int:
     """Write ``commit`` as the next version after ``base`` (the snapshot it was computed on),
     or after the versions other writers made since when it may go after them. The version
-    written.
+    written. A checkpoint of it follows when the table's interval says so (`checkpoint_if_due`),
+    or is added to ``checkpoints`` for the caller to write after its last commit.
 
     Raises `SkippedCommit` when the snapshot already has the commit's transaction at its
     version or later (a replay), `CommitConflict` when another writer's commit changed what
@@ -196,6 +201,10 @@ def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBAS
         actions = commit.actions(read_version=base.version, metadata=metadata, attempt=attempt,
                                  now_ms=int(time.time() * 1000))
         if create_if_absent(commit_path(base.path, version), encode_commit(actions)):
+            if checkpoints is None:
+                checkpoint_if_due(base.path, version, metadata.configuration)
+            else:
+                checkpoints.owe(base.path, version, metadata.configuration)
             return version
         winner = read_commit(base.path, version)
         if winner is None:
@@ -221,12 +230,31 @@ def check_rebase(base: Snapshot, commit: Commit, *, latest: int) -> None:
         metadata = rebase(winner, metadata=metadata, protocol=base.protocol, removes=removes, version=version)
 
 
+class OwedCheckpoints:
+    """The checkpoints owed by the commits of one operation that writes several (a release's
+    tiers), written after the last of them, not between two: the commits land back to back.
+    Pass it to each `write_commit`, then call `write` (not on an error: the commits stand,
+    and the table's next due commit checkpoints)."""
+
+    def __init__(self) -> None:
+        self._owed: list[tuple[str, int, Mapping[str, str]]] = []
+
+    def owe(self, path: str, version: int, configuration: Mapping[str, str]) -> None:
+        self._owed.append((path, version, configuration))
+
+    def write(self) -> None:
+        """The owed checkpoints that are due, in commit order."""
+        owed, self._owed = self._owed, []
+        for path, version, configuration in owed:
+            checkpoint_if_due(path, version, configuration)
+
+
 def checkpoint_if_due(path: str, version: int, configuration: Mapping[str, str]) -> None:
     """A Delta checkpoint of ``version`` at the table's interval (``configuration``: its
     properties), and then the cleanup of log files past the table's retention, as Spark
     does after its own commits: without them, a run of these commits would leave readers
-    an ever longer log to replay and the log folder would only grow. Callers make it after
-    their commits, not between them (it is not needed to read them)."""
+    an ever longer log to replay and the log folder would only grow. `write_commit` calls it
+    for every commit it writes (or `OwedCheckpoints.write`, after an operation's last commit)."""
     try:
         interval = int(configuration.get(_CHECKPOINT_INTERVAL, "10"))
         if interval <= 0 or version % interval:

@@ -23,7 +23,7 @@ from deltalake import Schema as DeltaSchema
 
 from waterline.engine.delta import storage
 from waterline.engine.delta.actions import AddFile, Protocol
-from waterline.engine.delta.commit import FileActions, checkpoint_if_due, event_commit, write_commit
+from waterline.engine.delta.commit import FileActions, event_commit, write_commit
 from waterline.engine.delta.new_table import create_table
 from waterline.engine.delta.objects import create_if_absent
 from waterline.engine.delta.file_stats import delta_stats, write_parquet
@@ -63,7 +63,6 @@ class EventTable:
                 version = write_commit(base, event_commit(FileActions(adds=(add,))))
             except CommitConflict:
                 continue  # more writers than rebases in a row: read the table again
-            checkpoint_if_due(self.path, version, base.metadata.configuration)
             return version
         raise WaterlineError(f"{self.path}: {_APPEND_ROUNDS} rounds of other writers' commits; events not appended")
 

@@ -31,7 +31,7 @@ from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta import storage
 from waterline.engine.delta.arrow_files import write_partitioned as write_partitioned_arrow
-from waterline.engine.delta.commit import FileActions, append_commit, checkpoint_if_due, table_unsupported, write_commit
+from waterline.engine.delta.commit import FileActions, append_commit, table_unsupported, write_commit
 from waterline.engine.delta.gate import warn_slow_path
 from waterline.engine.delta.parquet_files import data_files, partition_folder, stats_columns, written_files
 from waterline.engine.delta.stages import STAGE_DIR, discard_stage
@@ -149,7 +149,6 @@ def commit(held_log: TableLog, state: HeldState, token: str, *, record_property:
     except SkippedCommit:
         discard(held_log.path, token)
         raise
-    checkpoint_if_due(held_log.path, version, snapshot.metadata.configuration)
     return version
 
 

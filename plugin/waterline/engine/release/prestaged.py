@@ -38,7 +38,7 @@ from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.results import ReleaseResult, TierRelease
 from waterline.engine.core.state import TierState
 from waterline.engine.delta.commit import (
-    Commit, FileActions, check_rebase, checkpoint_if_due, property_commit, tier_commit, write_commit,
+    Commit, FileActions, OwedCheckpoints, check_rebase, property_commit, tier_commit, write_commit,
 )
 from waterline.engine.delta.stages import GC_AFTER_S, MAX_STAGE_AGE_US, discard_stage, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import APP_COMMIT, Snapshot, TableLog
@@ -150,27 +150,23 @@ def commit_staged(spec: FeedSpec, staged: StagedRelease, *, clock: Clock, lease:
     faults.boundary(faults.STAGED_BEFORE_COMMIT)
     results = {r.tier: r for r in staged.settled}
     committed: list[tuple[StagedTier, int]] = []
+    owed = OwedCheckpoints()  # the tiers' checkpoints come after the last tier's commit
     for i, step in enumerate(staged.steps):
         faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
         lease.check()  # the last moment a lost lease can stop the commit
         try:
-            version = write_commit(step.base, step.commit)
+            version = write_commit(step.base, step.commit, checkpoints=owed)
         except SkippedCommit as exc:
             log.info("feed %s: staged release %s: tier %s not committed: %s", spec.feed, staged.token, step.tier, exc)
-            _checkpoints(committed)
+            owed.write()
             done = {s.tier: s.result for s, _ in committed}
             partial = _result(spec, staged, done) if done else None
             return StagedCommit(None, partial=partial, reason=f"tier {step.tier}: {exc}")
         committed.append((step, version))
         results[step.tier] = step.result
-    _checkpoints(committed)
+    owed.write()
     faults.boundary(faults.RELEASE_AFTER_TIERS)
     return StagedCommit(_result(spec, staged, results))
-
-
-def _checkpoints(committed: list[tuple[StagedTier, int]]) -> None:
-    for step, version in committed:
-        checkpoint_if_due(step.base.path, version, step.base.metadata.configuration)
 
 
 def _result(spec: FeedSpec, staged: StagedRelease, results: dict[str, TierRelease]) -> ReleaseResult:
