@@ -11,36 +11,30 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from waterline.engine.delta.actions import AddFile, CdcFile, CommitInfo, FileAction, RemoveFile
 from waterline.sharing import delta_format as D
 from waterline.sharing import protocol as P
 from waterline.sharing.protocol import ShareError
 from waterline.sharing.server import SharingServer, access
 from waterline.sharing.signing import PRESIGNED_QUERY
 from waterline.sharing.signing import ROUTE as FILE_ROUTE
-from waterline.sharing.tables import SharedTier
+from waterline.sharing.tables import SharedTier, TierSnapshot
 from waterline.spec import FeedSpec
-
-_CHANGE_FEED = "delta.enableChangeDataFeed"
 
 
 def share_id(text: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "waterline:" + text))
 
 
-def change_feed(table) -> bool:
-    return table.metadata().configuration.get(_CHANGE_FEED, "").lower() == "true"
-
-
-def _metadata(table, tier: str, version: int | None = None) -> str:
+def _metadata(table: TierSnapshot, tier: str, version: int | None = None) -> str:
     meta = table.metadata()
-    return P.metadata_line(table_id=meta.id, name=tier, schema_string=table.schema().to_json(),
-                           partition_columns=list(meta.partition_columns), change_feed=change_feed(table),
+    return P.metadata_line(table_id=meta.id, name=tier, schema_string=meta.schema_string,
+                           partition_columns=list(meta.partition_columns), change_feed=table.change_feed(),
                            version=version)
 
 
@@ -57,14 +51,15 @@ def _format(request: Request) -> str:
     return D.response_format(request.headers.get(P.CAPABILITIES))
 
 
-def _head(table, tier: str, fmt: str, version: int | None = None) -> list[str]:
+def _head(table: TierSnapshot, tier: str, fmt: str, version: int | None = None) -> list[str]:
     """The protocol and metadata lines of an answer in ``fmt``."""
     if fmt == D.DELTA:
-        return [D.protocol_line(table), D.metadata_line(table, change_feed=change_feed(table), version=version)]
+        return [D.protocol_line(table.protocol()),
+                D.metadata_line(table.metadata(), change_feed=table.change_feed(), version=version)]
     return [P.protocol_line(), _metadata(table, tier, version)]
 
 
-def _check_readable(table) -> None:
+def _check_readable(table: TierSnapshot) -> None:
     """Files with deletion vectors cannot be served as plain parquet URLs (waterline's tiers have none)."""
     features = table.protocol().reader_features or []
     if "deletionVectors" in features and table.metadata().configuration.get(
@@ -156,24 +151,23 @@ def query(server: SharingServer, request: Request, recipient: str, body: bytes) 
     _check_readable(table)
     version = table.version()
     stamp = tier.commit_times(table).get(version) if travel else None
-    adds = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    adds = table.add_files()
     parts = list(table.metadata().partition_columns)
     link, now = _link(request), server.now_ms()
     fmt = _format(request)
     lines = _head(table, tier.name, fmt, version if travel else None)
     rows = 0
     for add in adds:
-        url, expires = tier.where.file_url(add["path"], recipient=recipient, now_ms=now, link=link)
-        n = add.get("num_records")
+        url, expires = tier.where.file_url(add.path, recipient=recipient, now_ms=now, link=link)
+        n = add.num_records
         rows += n or 0
         if fmt == D.DELTA:
-            lines.append(D.file_line("add", D.add_action(add, parts), url=url, path=add["path"], expires=expires,
+            lines.append(D.file_line(add, D.add_action(add, parts), url=url, expires=expires,
                                      version=version if travel else None, timestamp=stamp))
             continue
         entry: dict[str, Any] = {
-            "url": url, "id": P.file_id(add["path"]), "size": int(add["size_bytes"]),
-            "partitionValues": {c: add.get(f"partition.{c}") for c in parts},
-            "expirationTimestamp": expires,
+            "url": url, "id": P.file_id(add.path), "size": add.size,
+            "partitionValues": D.partition_values(add, parts), "expirationTimestamp": expires,
         }
         if n is not None:
             entry["stats"] = json.dumps({"numRecords": n})
@@ -184,7 +178,7 @@ def query(server: SharingServer, request: Request, recipient: str, body: bytes) 
     return _ndjson(lines, version, fmt)
 
 
-def _change_range(tier: SharedTier, table, params) -> tuple[int, int]:
+def _change_range(tier: SharedTier, table: TierSnapshot, params) -> tuple[int, int]:
     latest = table.version()
     if params.get("startingVersion") is not None:
         start = P.version_param(params["startingVersion"], "startingVersion")
@@ -214,41 +208,55 @@ def changes(server: SharingServer, request: Request, recipient: str, _body: byte
     tier = _tier(server, request, recipient)
     table = tier.latest()  # the latest version bounds the range, whatever commits meanwhile
     start, end = _change_range(tier, table, request.query_params)
-    if not change_feed(tier.at(start, table)):
+    if not tier.at(start, table).change_feed():
         raise P.invalid(f"the table has no change data feed at version {start}; start later")
     parts = list(table.metadata().partition_columns)
     link, now = _link(request), server.now_ms()
     fmt = _format(request)
     # the Delta format names the first version's metadata; a kernel reader rebuilds the log from it
     lines = _head(table, tier.name, fmt, start if fmt == D.DELTA else None)
+
+    def url_of(path: str) -> tuple[str, int]:
+        return tier.where.file_url(path, recipient=recipient, now_ms=now, link=link)
+
     files = 0
     for version in range(start, end + 1):
-        actions = tier.commit_actions(version)
-        stamp = next((a["commitInfo"].get("timestamp") for a in actions if "commitInfo" in a), None)
-        cdc = [a["cdc"] for a in actions if "cdc" in a]
-        if fmt == D.DELTA:  # every file action: the reader chooses, as it would reading the log
-            chosen = [(kind, a[kind]) for a in actions for kind in ("add", "remove", "cdc")
-                      if kind in a and (kind == "cdc" or a[kind].get("dataChange", True))]
-        else:
-            chosen = [("cdf", c) for c in cdc] if cdc else [
-                (kind, a[kind]) for a in actions for kind in ("add", "remove")
-                if kind in a and a[kind].get("dataChange", True)]
-        for kind, action in chosen:
-            url, expires = tier.where.file_url(action["path"], recipient=recipient, now_ms=now, link=link)
-            size = action.get("size")
-            if size is None:
-                size = tier.where.size(action["path"])
-            if fmt == D.DELTA:
-                lines.append(D.file_line(kind, D.log_action(kind, action, parts, int(size)), url=url,
-                                         path=action["path"], expires=expires, version=version, timestamp=stamp))
-                files += 1
-                continue
-            values = action.get("partitionValues") or {}
-            lines.append(P.line({kind: {
-                "url": url, "id": P.file_id(action["path"]), "size": int(size),
-                "partitionValues": {c: values.get(c) for c in parts},
-                "timestamp": stamp, "version": version, "expirationTimestamp": expires,
-            }}))
-            files += 1
+        changed = _version_lines(tier, version, fmt, parts, url_of)
+        lines += changed
+        files += len(changed)
     access(request).update(version=f"{start}-{end}", files=files)
     return _ndjson(lines, start, fmt)
+
+
+def _chosen(actions: list, fmt: str) -> list[tuple[str, FileAction]]:
+    """The file actions of one commit a change query answers with, and their kind on the wire:
+    in the Delta format every one (the reader chooses, as it would reading the log); in
+    parquet the ``cdc`` files, or, for a version that wrote none, its data ``add`` and
+    ``remove`` actions, as Delta's own change feed reader does."""
+    named: list[FileAction] = [a for a in actions if isinstance(a, (AddFile, RemoveFile, CdcFile))]
+    if fmt == D.DELTA:
+        return [(D.KIND[type(a)], a) for a in named if isinstance(a, CdcFile) or a.data_change]
+    cdc = [("cdf", a) for a in named if isinstance(a, CdcFile)]
+    return cdc or [(D.KIND[type(a)], a) for a in named if not isinstance(a, CdcFile) and a.data_change]
+
+
+def _version_lines(tier: SharedTier, version: int, fmt: str, parts: list[str],
+                   url_of: Callable[[str], tuple[str, int]]) -> list[str]:
+    """The lines of one version of a change query, one per chosen file action (``url_of``: a
+    file's signed URL and its expiry)."""
+    actions = tier.commit_actions(version)
+    stamp = next((a.timestamp for a in actions if isinstance(a, CommitInfo)), None)
+    out: list[str] = []
+    for kind, action in _chosen(actions, fmt):
+        url, expires = url_of(action.path)
+        size = action.size if action.size is not None else tier.where.size(action.path)
+        if fmt == D.DELTA:
+            out.append(D.file_line(action, D.log_action(action, parts, int(size)), url=url, expires=expires,
+                                   version=version, timestamp=stamp))
+            continue
+        out.append(P.line({kind: {
+            "url": url, "id": P.file_id(action.path), "size": int(size),
+            "partitionValues": D.partition_values(action, parts),
+            "timestamp": stamp, "version": version, "expirationTimestamp": expires,
+        }}))
+    return out

@@ -27,12 +27,21 @@ class AddFile:
     modification_time: int
     data_change: bool = True
     stats: str | None = None
+    tags: Mapping[str, str] | None = None
+    #: The deletion vector descriptor as the log has it (``storageType``, ``pathOrInlineDv`` ...).
+    deletion_vector: Mapping[str, Any] | None = None
+
+    @property
+    def num_records(self) -> int | None:
+        """The file's row count from its statistics (None without them)."""
+        return num_records(self.stats)
 
     def to_json(self) -> Json:
         body: Json = {"path": self.path, "partitionValues": dict(self.partition_values), "size": self.size,
                       "modificationTime": self.modification_time, "dataChange": self.data_change}
         if self.stats is not None:
             body["stats"] = self.stats
+        _optional(body, tags=self.tags, deletionVector=self.deletion_vector)
         return {"add": body}
 
 
@@ -45,6 +54,9 @@ class RemoveFile:
     size: int | None = None
     deletion_timestamp: int | None = None
     data_change: bool = True
+    stats: str | None = None
+    tags: Mapping[str, str] | None = None
+    deletion_vector: Mapping[str, Any] | None = None
 
     def to_json(self) -> Json:
         body: Json = {"path": self.path, "dataChange": self.data_change}
@@ -53,6 +65,7 @@ class RemoveFile:
         body.update({"extendedFileMetadata": True, "partitionValues": dict(self.partition_values)})
         if self.size is not None:
             body["size"] = self.size
+        _optional(body, stats=self.stats, tags=self.tags, deletionVector=self.deletion_vector)
         return {"remove": body}
 
 
@@ -63,10 +76,31 @@ class CdcFile:
     path: str
     partition_values: Mapping[str, str | None]
     size: int
+    data_change: bool = False  # the protocol's rule for cdc files; kept as read
+    tags: Mapping[str, str] | None = None
 
     def to_json(self) -> Json:
-        return {"cdc": {"path": self.path, "partitionValues": dict(self.partition_values), "size": self.size,
-                        "dataChange": False}}
+        body: Json = {"path": self.path, "partitionValues": dict(self.partition_values), "size": self.size,
+                      "dataChange": self.data_change}
+        _optional(body, tags=self.tags)
+        return {"cdc": body}
+
+
+FileAction = AddFile | RemoveFile | CdcFile  # the actions that name a data file
+
+
+def num_records(stats: str | None) -> int | None:
+    """``numRecords`` of a file's statistics JSON (None without it, or when it does not parse)."""
+    try:
+        value = json.loads(stats)["numRecords"] if stats else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return None if value is None else int(value)
+
+
+def _optional(body: Json, **fields: Any) -> None:
+    """The fields of an action that the log carries only when they have a value."""
+    body.update({k: v if not isinstance(v, Mapping) else dict(v) for k, v in fields.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -203,14 +237,17 @@ def parse_action(raw: Json) -> Action:
     if kind == "add":
         return AddFile(path=body["path"], partition_values=body.get("partitionValues") or {},
                        size=int(body.get("size", 0)), modification_time=int(body.get("modificationTime", 0)),
-                       data_change=bool(body.get("dataChange", True)), stats=body.get("stats"))
+                       data_change=bool(body.get("dataChange", True)), stats=body.get("stats"),
+                       tags=body.get("tags"), deletion_vector=body.get("deletionVector"))
     if kind == "remove":
         return RemoveFile(path=body["path"], partition_values=body.get("partitionValues") or {},
                           size=body.get("size"), deletion_timestamp=body.get("deletionTimestamp"),
-                          data_change=bool(body.get("dataChange", True)))
+                          data_change=bool(body.get("dataChange", True)), stats=body.get("stats"),
+                          tags=body.get("tags"), deletion_vector=body.get("deletionVector"))
     if kind == "cdc":
         return CdcFile(path=body["path"], partition_values=body.get("partitionValues") or {},
-                       size=int(body.get("size", 0)))
+                       size=int(body.get("size", 0)), data_change=bool(body.get("dataChange", False)),
+                       tags=body.get("tags"))
     if kind == "txn":
         return Txn(app_id=body["appId"], version=int(body["version"]), last_updated=body.get("lastUpdated"))
     if kind == "metaData":

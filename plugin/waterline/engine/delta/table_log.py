@@ -34,7 +34,7 @@ from waterline.engine.core.held_stats import HeldFile
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.delta import storage
-from waterline.engine.delta.actions import Action, Metadata, Protocol, parse_commit
+from waterline.engine.delta.actions import Action, AddFile, Metadata, Protocol, parse_commit
 from waterline.engine.delta.objects import read_object
 from waterline.engine.delta.storage import delta_table, is_delta_table
 from waterline.errors import WaterlineError
@@ -381,6 +381,20 @@ class TableLog:
         paths, sizes = table.column("path").to_pylist(), table.column("size_bytes").to_pylist()
         parts = table.column("partition").to_pylist() if "partition" in table.column_names else [{}] * len(paths)
         return [{"path": p, "partitionValues": dict(v or {}), "size": int(n)} for p, v, n in zip(paths, parts, sizes)]
+
+    def add_files(self) -> list[AddFile]:
+        """The snapshot's data files as typed ``add`` actions, as deltalake keeps them: the path
+        as the log has it, partition values as text, and of the statistics the count only."""
+        if self._table is None:
+            return []
+        table = pa.table(self._table.get_add_actions(flatten=False))
+        paths, sizes, times, counts = (table.column(k).to_pylist()
+                                       for k in ("path", "size_bytes", "modification_time", "num_records"))
+        parts = table.column("partition").to_pylist() if "partition" in table.column_names else [{}] * len(paths)
+        return [AddFile(path=path, partition_values={k: None if v is None else str(v) for k, v in (part or {}).items()},
+                        size=int(size), modification_time=int(time),
+                        stats=None if count is None else json.dumps({"numRecords": int(count)}))
+                for path, size, time, count, part in zip(paths, sizes, times, counts, parts)]
 
     def file_uris(self) -> list[str]:
         """The snapshot's data files as absolute URIs (deltalake's ``file_uris``)."""
