@@ -35,6 +35,9 @@ Stream ingest (a Kafka source): :func:`stream_batch` is the versions one micro-b
 appends: each key's last record in the batch (:func:`collapse`, by source partition
 and offset) upserts or removes that key; nothing else changes, and a record equal to
 the current version appends nothing. The versions then release by rules 1-3 as any.
+
+Spec changes (a new tier, a changed policy, a retired tier, a new column, each taking
+effect at an apply): :mod:`waterline.semantics.spec_history`.
 """
 
 from __future__ import annotations
