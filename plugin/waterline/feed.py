@@ -37,6 +37,7 @@ from waterline.engine.core.state import TierState
 from waterline.engine.core.status import FeedStatus, first_run_hint
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
 from waterline.engine.spark.config import SessionConfig, SparkSettings, check_master, check_remote
+from waterline.engine.tables import applied_spec
 from waterline.engine.tables.status import read_feed_status, waterline_history
 from waterline.engine.tables.stopping import Stopped, end_within_grace, exit_code, stop_on_signals, stop_told
 from waterline.engine.delta.table_log import TableLog
@@ -187,7 +188,9 @@ class Feed:
             room = _spark_room()
             room.compile_tiers(self.spark, self.spec, room.read_output(self.spark, self.spec, key))
             checked, complete = f"columns and types checked against the output of partition {key}", True
-        return FeedPlan(feed=self.name, policies=tiers, plans=plans, checked=checked, columns_checked=complete)
+        changes = tuple(applied_spec.pending_changes(self.spec)[1].lines())  # the file against the applied spec
+        return FeedPlan(feed=self.name, policies=tiers, plans=plans, checked=checked, columns_checked=complete,
+                        changes=changes)
 
     def status(self) -> FeedStatus:
         """Per tier: W_T, lag behind the trusted clock, pending versions, next due moment, hold
@@ -196,6 +199,7 @@ class Feed:
         A feed with no table yet (nothing ingested, or the spec's warehouse is not the feed's)
         is no error here: its status has ``exists=False`` and no tier due, so the Dagster
         sensor and the Airflow trigger wait on a new feed instead of failing; the CLI refuses it."""
+        applied_spec.check_applied(self.spec)
         return read_feed_status(self.spec, clock=self.clock)
 
     def due(self) -> DueMoments:
@@ -286,7 +290,11 @@ class Feed:
 
     def ingest(self, partition: str) -> IngestResult:
         """Process ``partition`` and append what changed to the held table as versions."""
-        return _spark_room().ingest(self.spark, self.spec, self._partition(partition), clock=self.clock)
+        key = self._partition(partition)
+        applied_spec.check_applied(self.spec)
+        result = _spark_room().ingest(self.spark, self.spec, key, clock=self.clock)
+        applied_spec.record_first(self.spec, self.clock.now_us())  # the first ingest records spec version 1
+        return result
 
     def stream(self, *, once: bool = True, trigger_seconds: float = 1.0, stop: threading.Event | None = None,
                on_batch: Callable[[StreamBatchResult], None] | None = None,
@@ -303,6 +311,8 @@ class Feed:
             raise WaterlineError(f"stream: trigger_seconds must be > 0, got {trigger_seconds}")
         if warm_up_records is not None and warm_up_records < 0:
             raise WaterlineError(f"stream: warm_up_records must be >= 0, got {warm_up_records}")
+        applied_spec.check_applied(self.spec)
+        applied_spec.record_first(self.spec, self.clock.now_us())
         return _spark_room().stream(self.spark, self.spec, once=once, trigger_seconds=trigger_seconds,
                                     clock=self.clock, stop=stop, on_batch=on_batch, warm_up_records=warm_up_records)
 
@@ -345,6 +355,7 @@ class Feed:
             raise WaterlineError("release: max_wait needs wait_until_due")
         if as_of is not None and wait_until_due:
             raise WaterlineError("release: as_of and wait_until_due exclude each other (the due moment is the as-of)")
+        applied_spec.check_applied(self.spec)
         room = _spark_room()
         if wait_until_due:
             limit = max_wait if max_wait is None or isinstance(max_wait, int) else duration_us(parse_duration(max_wait))
@@ -358,7 +369,16 @@ class Feed:
         the trusted clock for a moment still ahead, releases, and when it waited also releases
         the moments that follow within ``release_lead_seconds``. The Dagster release asset and
         the Airflow release operator call this."""
+        applied_spec.check_applied(self.spec)
         return _spark_room().release_run(self.spark, self.spec, due_us=due_us, clock=self.clock)
+
+    def apply(self) -> tuple[applied_spec.AppliedSpec, applied_spec.SpecDiff]:
+        """Make this spec's release part (tiers, policies, columns, key, event time, partitioning,
+        time zone, waterline) the feed's applied spec, under the feed lease: the spec version in
+        force after it and what changed (nothing: the applied version, unchanged). Refused in one
+        line: a changed key, event time or partitioning, a removed column, and (not yet in the
+        engine) a tier added after data, a changed policy or a new column. No Spark."""
+        return applied_spec.apply_spec(self.spec, self.clock.now_us())
 
     def hold(self, tier: str) -> TierState:
         """Stop releasing ``tier``: it keeps its rows and W_T until resumed."""

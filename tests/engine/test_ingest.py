@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+from deltalake import DeltaTable
 
 from tests.engine.feedkit import far_future_clock, make_spec, read_tier, write_partition
 from waterline import Feed
@@ -199,13 +202,26 @@ def test_statistics_leaf_of_a_struct_skips_types_without_statistics():
 
 
 def test_a_tier_added_after_ingest_is_refused_with_what_to_do(spark, tmp_path):
-    """Held versions are scheduled once, at ingest: a tier added later has no schedule, and
-    re-ingesting would not give it one, so ingest and release say so instead of publishing a
-    tier that silently misses rows; held and the other tiers stay as they were."""
+    """The first ingest records the applied spec (version 1); a tier added later makes ingest
+    and release refuse the spec until it is applied, and `apply` refuses it (held versions are
+    scheduled once, at ingest; the engine cannot build a new tier at W yet), so nothing
+    publishes a tier that silently misses rows; held and the other tiers stay as they were.
+    A feed with no recorded spec (written before it was recorded) still meets the engine's own
+    refusal."""
     spec = make_spec(tmp_path, {"rt": "TRUE"})
     write_partition(tmp_path, "a", [_row(1), _row(2)])
     _feed(spark, spec).ingest("a")
+    specs = DeltaTable(str(tmp_path / "wh" / "f" / "_wl_specs")).to_pyarrow_table().to_pylist()
+    assert [(r["version"], r["changes"]) for r in specs] == [(1, "first ingest")]
     grown = make_spec(tmp_path, {"rt": "TRUE", "d15": TIERS["d15"]})
+    for step in (lambda: _feed(spark, grown).ingest("a"),
+                 lambda: _feed(spark, grown).release()):
+        with pytest.raises(WaterlineError, match=r"differs from the applied spec \(version 1\): tier d15 added; "
+                                                 r"run `waterline apply"):
+            step()
+    with pytest.raises(WaterlineError, match="tier d15 added after data was ingested: not supported"):
+        _feed(spark, grown).apply()
+    shutil.rmtree(tmp_path / "wh" / "f" / "_wl_specs")  # as a feed ingested before specs were recorded
     for step in (lambda: _feed(spark, grown).ingest("a"),
                  lambda: _feed(spark, grown).release()):
         with pytest.raises(WaterlineError, match=r"tier\(s\) d15 added after data was ingested.*new warehouse"):

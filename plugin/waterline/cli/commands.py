@@ -81,6 +81,19 @@ def _option(value: str, option: str, feed: Feed) -> str:
 
 @cli.command()
 @click.argument("spec")
+def apply(spec: str) -> None:
+    """Make a changed spec take effect (`waterline plan SPEC` shows what changes)."""
+    applied, diff = _feed(spec).apply()
+    if not diff:
+        click.echo(f"nothing to apply: spec version {applied.version} is in force")
+        return
+    click.echo(f"spec version {applied.version} applied:")
+    for line in diff.lines():
+        click.echo(f"  {line}")
+
+
+@cli.command()
+@click.argument("spec")
 @click.option("--partition", "-p", required=True, help="Partition key, e.g. 2026-01-05.")
 def ingest(spec: str, partition: str) -> None:
     """Process one partition into the held table."""

@@ -160,6 +160,7 @@ class FeedPlan:
     plans: dict[str, ReleasePlan]
     checked: str  # one line: what the columns were checked against, or why they were not
     columns_checked: bool
+    changes: tuple[str, ...] = ()  # the spec file against the applied spec, one line each (none: applied)
 
     def to_dict(self) -> dict[str, Any]:
         """The plans as `waterline plan --json` prints them (tier -> branches)."""
@@ -172,6 +173,9 @@ class FeedPlan:
             lines.append(f"tier {name}: {self.policies[name]}")
             lines += ["  " + line for line in describe_plan(plan).splitlines()]
         lines.append(self.checked)
+        if self.changes:  # `waterline apply` makes them take effect
+            lines.append("not applied yet (waterline apply):")
+            lines += ["  " + change for change in self.changes]
         return "\n".join(lines)
 
 
