@@ -95,9 +95,14 @@ def _record(spec: FeedSpec, version: int, now_us: int, changes: str) -> AppliedS
 
 
 def record_first(spec: FeedSpec, now_us: int) -> AppliedSpec:
-    """Record version 1 after a feed's first ingest, unless a version is recorded already."""
+    """Record version 1 after a feed's first ingest, unless a version is recorded already
+    (under the feed lease when none is: two first ingests record it once)."""
     current = applied(spec)
-    return current if current is not None else _record(spec, 1, now_us, "first ingest")
+    if current is not None:
+        return current
+    with feed_lease(spec.feed_dir, feed=spec.feed):
+        current = applied(spec)
+        return current if current is not None else _record(spec, 1, now_us, "first ingest")
 
 
 def unsupported(spec: FeedSpec, diff: SpecDiff) -> list[str]:
