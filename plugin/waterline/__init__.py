@@ -26,6 +26,7 @@ from waterline.errors import (
     LeaseLost,
     OutcomeUnknown,
     SpecError,
+    SpecNotApplied,
     TransientError,
     WaterlineError,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "ReleaseProof",
     "ReleaseResult",
     "SpecError",
+    "SpecNotApplied",
     "TableMaintenance",
     "TierProof",
     "TierRelease",

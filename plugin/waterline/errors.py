@@ -25,6 +25,11 @@ class SpecError(WaterlineError):
     """A feed spec is invalid: ``spec <file>: <key.path>: <what is wrong>``."""
 
 
+class SpecNotApplied(WaterlineError):
+    """The spec file changes what a feed publishes, or when, and has not been applied
+    (`waterline apply`): operations refuse it; the release sensor skips its tick with this line."""
+
+
 class TransientError(WaterlineError):
     """The operation did not happen for a reason that passes: run it again later."""
 

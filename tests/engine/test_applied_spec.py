@@ -106,3 +106,22 @@ def test_the_cli_plans_and_applies(tmp_path):
     assert applied.returncode == 0 and "spec version 2 applied" in applied.stdout
     after = run("status", str(spec))  # nothing ingested yet: status says so, not the spec
     assert "nothing was ingested yet" in after.stderr and "waterline apply" not in after.stderr
+
+
+def test_the_release_sensor_skips_a_tick_on_an_unapplied_spec_and_runs_once_applied(tmp_path):
+    """Issue 56: the Dagster sensor says "spec not applied" instead of failing its tick."""
+    from dagster import SkipReason, build_sensor_context
+
+    from waterline.dagster.sensors import build_release_sensor
+
+    _feed(tmp_path).apply()
+    changed = make_spec(tmp_path, {**TIERS, "d15": "event_time + INTERVAL 10 MINUTES <= WATERLINE()"})
+    sensor = build_release_sensor(changed, job=None, clock=FixedClock(T0))
+    skipped = sensor.evaluate_tick(build_sensor_context())
+    assert not skipped.run_requests
+    assert skipped.skip_message.startswith("spec not applied: feed f: the spec differs from the applied spec")
+    assert "waterline apply" in skipped.skip_message
+
+    Feed(changed, clock=FixedClock(T0)).apply()
+    applied = build_release_sensor(changed, job=None, clock=FixedClock(T0)).evaluate_tick(build_sensor_context())
+    assert "spec not applied" not in (applied.skip_message or "")

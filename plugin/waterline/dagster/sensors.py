@@ -19,6 +19,7 @@ from dagster import DefaultSensorStatus, RunRequest, RunsFilter, SensorEvaluatio
 
 from waterline.clock import Clock
 from waterline.engine.core.due import DueMoments
+from waterline.errors import SpecNotApplied
 from waterline.feed import Feed
 from waterline.spec import FeedSpec
 
@@ -113,7 +114,10 @@ def build_release_sensor(
     )
     def _release_sensor(context: SensorEvaluationContext):
         cursor = _load_cursor(context.cursor)
-        due = feed.due()
+        try:
+            due = feed.due()
+        except SpecNotApplied as exc:  # a spec edited but not applied: no run until `waterline apply`
+            return SkipReason(f"spec not applied: {exc}")
         key = due.run_key
         status = _run_status(context, cursor.get("run_key")) if key is not None else None
         decision = decide(spec, due, cursor, status)

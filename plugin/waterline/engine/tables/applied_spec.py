@@ -21,7 +21,7 @@ from waterline.engine.delta import storage
 from waterline.engine.delta.event_table import EventTable
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables.lease import feed_lease
-from waterline.errors import WaterlineError
+from waterline.errors import SpecNotApplied, WaterlineError
 from waterline.spec import FeedSpec
 from waterline.spec.release_part import SpecDiff, release_part, spec_diff, spec_hash
 
@@ -82,7 +82,7 @@ def check_applied(spec: FeedSpec) -> None:
     current, diff = pending_changes(spec)
     if diff:
         where = spec.spec_file or "SPEC"
-        raise WaterlineError(f"feed {spec.feed}: the spec differs from the applied spec (version {current.version}): "
+        raise SpecNotApplied(f"feed {spec.feed}: the spec differs from the applied spec (version {current.version}): "
                              f"{diff.summary()}; run `waterline apply {where}` to make it take effect")
 
 
