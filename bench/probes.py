@@ -118,7 +118,7 @@ def _own_attr(owner, name: str):
     return getattr(owner, name, None)
 
 
-_TABLE_LOG = "waterline.engine.delta.table_log:TableLog"  # the JVM-free Delta log reads (states, file statistics)
+_FEED_TABLES = "waterline.engine.tables.feed_tables"  # the JVM-free reads of a feed's tables (states, file statistics)
 RELEASE_PHASES = Phases(
     {
         "waterline.engine.release.release": [
@@ -130,7 +130,7 @@ RELEASE_PHASES = Phases(
         "waterline.engine.release.step_files": ["stage_tier", "adds", "removes", "written_files"],
         "waterline.engine.release.prestaged": ["commit_staged", "still_valid", "tier_conflicts", "write_commit"],
         "waterline.engine.delta.commit": ["checkpoint_if_due"],  # write_commit's own, after the release's last tier
-        _TABLE_LOG: ["held_state", "tier_state", "held_files", "committed_version"],
+        _FEED_TABLES: ["held_state", "tier_state", "held_files", "committed_version"],
     },
     {"waterline.engine.release.release": ["commit_state"]},
 )
@@ -144,7 +144,7 @@ INGEST_PHASES = Phases(
         # the held append: files written by Spark, one commit without it
         "waterline.engine.ingest.held_append": ["direct_unsupported", "write", "check_keys", "commit"],
         "waterline.engine.ingest.versions": ["tagged", "diff", "version_counts", "observed_counts"],
-        _TABLE_LOG: ["held_state", "last_ingest_state", "partitions", "committed_version"],
+        _FEED_TABLES: ["held_state", "last_ingest_state", "partitions", "committed_version"],
     },
     {"waterline.engine.ingest.ingest": ["commit_state"]},
 )

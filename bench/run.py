@@ -110,10 +110,10 @@ class Bench:
         return {"s": t["s"], "cpu_s": t["cpu_s"], "spark": jobs}
 
     def naive(self) -> dict:
-        from waterline.engine.delta.table_log import TableLog
+        from waterline.engine.tables.feed_tables import FeedTables
 
-        seq = TableLog.open(self.spec.held_path).held_state(self.spec.feed).seq
-        w = TableLog.open(self.spec.tier_path(FEED.TIER)).tier_state().w
+        tables = FeedTables.open(self.spec)
+        seq, w = tables.held_state().seq, tables.tier_state(FEED.TIER).w
         with spark_jobs(self.spark) as jobs, timed() as t:
             rows = naive_release(self.spark, self.spec, FEED.TIER, w, seq, self.naive_path)
         expected = self.spark.read.format("delta").load(self.spec.tier_path(FEED.TIER)).count()

@@ -40,7 +40,7 @@ from waterline.engine.spark.config import SessionConfig, SparkSettings, check_ma
 from waterline.engine.tables import applied_spec
 from waterline.engine.tables.status import read_feed_status, waterline_history
 from waterline.engine.tables.stopping import Stopped, end_within_grace, exit_code, stop_on_signals, stop_told
-from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables.feed_tables import FeedTables, row_count
 from waterline.errors import WaterlineError
 from waterline.policy import compile_policy
 from waterline.spec import FeedSpec, load_spec
@@ -218,15 +218,13 @@ class Feed:
         """
         if as_of is not None and version is not None:
             raise WaterlineError(f"feed {self.name}: read: give as_of (an instant) or version (a table version), not both")
-        path = self.tier_path(tier)
+        path, tables = self.tier_path(tier), FeedTables.open(self.spec)
         if version is not None:
             if isinstance(version, bool) or not isinstance(version, int) or version < 0:
                 raise WaterlineError(f"feed {self.name}: read version={version!r}: expected a table version (int >= 0)")
-            log = TableLog.open(path, version=version)
         elif as_of is not None:
-            log = TableLog.open(path, version=self._version_at(tier, self._instant(as_of, "as_of")))
-        else:
-            log = TableLog.open(path)
+            version = self._version_at(tables, tier, self._instant(as_of, "as_of"))
+        log = tables.log(path, version=version)
         if not log.exists:
             raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
         return log.to_arrow(columns)
@@ -237,8 +235,7 @@ class Feed:
         ``_change_type`` (insert, update_preimage, update_postimage, delete), ``_commit_version``
         and ``_commit_timestamp``. Expiry and removals are deletes. Versions written before the
         tier kept a change feed have none: pass ``since`` at or after the first that does."""
-        path = self.tier_path(tier)
-        log = TableLog.open(path)
+        log = FeedTables.open(self.spec).tier(self._tier(tier))
         if not log.exists:
             raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
         if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
@@ -256,14 +253,14 @@ class Feed:
         """``"held"``, ``"quarantine"`` or a tier: where it lives, its columns and its row count
         (of ``partitions`` only, when given), from the Delta log alone (no Spark)."""
         path = self._table_path(table)
-        log = TableLog.open(path)
+        log = FeedTables.open(self.spec).log(path)
         return TableSummary(path=path, exists=log.exists, columns=tuple(log.columns()),
-                            row_count=log.row_count(partitions))
+                            row_count=row_count(log, partitions))
 
     def quarantined(self, columns: list[str] | None = None) -> pa.Table | None:
         """The rows ingests quarantined (with ``_wl_partition`` and ``_wl_reason``), or None when
         nothing was ever quarantined (no table). No Spark."""
-        log = TableLog.open(self.spec.quarantine_path)
+        log = FeedTables.open(self.spec).quarantine
         return log.to_arrow(columns) if log.exists else None
 
     def _table_path(self, table: str) -> str:
@@ -277,8 +274,8 @@ class Feed:
         """W_T over the tier's retained commits (the monotonic-waterline invariant), no Spark."""
         return waterline_history(self.spec, self._tier(tier))
 
-    def _version_at(self, tier: str, instant_us: int) -> int:
-        states = TableLog.open(self.spec.tier_path(tier)).waterline_states()
+    def _version_at(self, tables: FeedTables, tier: str, instant_us: int) -> int:
+        states = tables.tier(tier).waterline_states()
         at = [version for version, state in states if state.get("w") is not None and state["w"] <= instant_us]
         if not at:
             raise WaterlineError(

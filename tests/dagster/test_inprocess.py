@@ -114,7 +114,7 @@ def test_release_job_materializes_tiers_and_checks_pass(env):
     rt, emb = _materializations(result, RT)[0], _materializations(result, EMB)[0]
     from waterline.engine.delta.table_log import TableLog
 
-    w = TableLog.open(feed.tier_path("emb")).tier_state().w
+    w = feed_tables.tier_state(TableLog.open(feed.tier_path("emb"))).w
     assert emb.tags["dagster/data_version"] == str(w)
     assert _meta(emb, "W_T") == pytest.approx(w / 1e6)
     assert _meta(rt, "released") == 4 and _meta(emb, "released") == 2  # odd ids wait for 2099
@@ -137,6 +137,7 @@ import psutil
 from dagster import build_sensor_context
 from waterline.dagster.sensors import build_release_sensor
 from waterline.spec import spec_from_dict
+from waterline.engine.tables import feed_tables
 
 spec = spec_from_dict(json.loads(sys.argv[1]))
 sensor = build_release_sensor(spec)

@@ -19,6 +19,7 @@ from tests.engine.feedkit import make_spec
 from waterline.engine.core import faults
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.commits import temporary_conf
+from waterline.engine.tables import feed_tables
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def _tables(spark, root: Path, warehouse: str | None = None) -> dict:
         out[tier] = rows
     held = spark.read.format("delta").load(spec.held_path)
     out["held"] = sorted(tuple(r) for r in held.select("id", "_wl_seq", "_wl_removed", "_wl_hash").collect())
-    out["w"] = {t: TableLog.open(spec.tier_path(t)).tier_state().w for t in TIERS}
+    out["w"] = {t: feed_tables.tier_state(TableLog.open(spec.tier_path(t))).w for t in TIERS}
     return out
 
 

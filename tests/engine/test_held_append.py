@@ -18,6 +18,7 @@ from tests.engine.feedkit import far_future_clock, make_spec, write_partition
 from waterline.engine.delta.stages import STAGE_DIR
 from waterline.engine.delta.table_log import APP_SEQ, TableLog
 from waterline.errors import WaterlineError
+from waterline.engine.tables import feed_tables
 
 pytestmark = pytest.mark.spark
 TIERS = {"rt": "TRUE", "d15": "event_time + INTERVAL 15 MINUTES <= WATERLINE()"}
@@ -249,8 +250,8 @@ def test_checkpoints_and_log_cleanup_keep_the_transaction_the_state_and_the_stat
     assert (log_dir / f"{8:020d}.checkpoint.parquet").exists(), "no checkpoint at the interval"
     assert not (log_dir / f"{0:020d}.json").exists(), "the log was not cleaned up past its retention"
     held = TableLog.open(spec.held_path)
-    assert held.held_state(spec.feed).seq == 8 == held.transaction_version(APP_SEQ)
-    assert all(f.tau_min["d15"] is not None for f in held.held_files(spec.tiers))
+    assert feed_tables.held_state(held, spec.feed).seq == 8 == held.transaction_version(APP_SEQ)
+    assert all(f.tau_min["d15"] is not None for f in feed_tables.held_files(held, spec.tiers))
     assert spark.read.format("delta").load(spec.held_path).count() == 8
 
 

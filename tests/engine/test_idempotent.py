@@ -42,6 +42,7 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     from waterline.engine.core.races import SkippedCommit, new_token
     from waterline.engine.core.state import HeldState
     from waterline.engine.delta.table_log import APP_SEQ, TableLog
+    from waterline.engine.tables import feed_tables
     from waterline.engine.ingest import ingest as ingest_module
     from waterline.engine.release import prestage as staging_module
     from waterline.engine.spark.commits import commit_state
@@ -62,11 +63,12 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     before, rows = DeltaTable(held).version(), DeltaTable(held).to_pyarrow_table().num_rows
     replay = spark.read.format("delta").load(held).limit(1).withColumn("v", F.lit("replayed"))
     token = new_token()
-    with commit_state(spark, TableLog.open(held).held_state(spec.feed).evolve(token=token), app=APP_SEQ, version=1):
+    replayed = feed_tables.held_state(TableLog.open(held), spec.feed).evolve(token=token)
+    with commit_state(spark, replayed, app=APP_SEQ, version=1):
         replay.write.format("delta").mode("append").save(held)
     assert (DeltaTable(held).version(), DeltaTable(held).to_pyarrow_table().num_rows) == (before, rows)
     with pytest.raises(SkippedCommit):
-        TableLog.open(held).committed_version(token, after=before)
+        feed_tables.committed_version(TableLog.open(held), token, after=before)
 
     # 2. An ingest that read the state before the last ingest committed: its append reuses
     # seq 1, Delta skips it, the engine notices and recomputes seq 2; nothing doubled.
@@ -81,7 +83,7 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     # 3. A release that read tier d10's state before the last release (lower W_T, same
     # commit number) asks to go back: its commit is skipped (the commit number was used),
     # it replans from the new state, and W_T stays where it was.
-    old = TableLog.open(spec.tier_path("d10")).tier_state()
+    old = feed_tables.tier_state(TableLog.open(spec.tier_path("d10")))
     old = old.evolve(w=BASE_US, n=old.n - 1)
     calls = _stale_once(monkeypatch, staging_module, "tier_state", old)
     out = release(spark, spec, as_of_us=BASE_US + 10 * MINUTE, clock=clock)
@@ -89,6 +91,6 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     w = BASE_US + 20 * MINUTE
     for tier in TIERS:
         assert out.tiers[tier].w_us == w
-        assert TableLog.open(spec.tier_path(tier)).tier_state().w == w
+        assert feed_tables.tier_state(TableLog.open(spec.tier_path(tier))).w == w
         got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(spark, spec, tier).items()}
         assert got == expected_tier(model, tier, w), f"tier {tier} at W={w}"

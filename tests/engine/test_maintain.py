@@ -85,15 +85,17 @@ def _age(folder: Path, seconds: float, *, names: tuple[str, ...] = ()) -> None:
 
 def _equals_semantics(feed, model) -> None:
     from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.tables import feed_tables
 
     for tier in feed.tiers:
-        state = TableLog.open(feed.tier_path(tier)).tier_state()
+        state = feed_tables.tier_state(TableLog.open(feed.tier_path(tier)))
         got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(None, feed.spec, tier).items()}
         assert got == expected_tier(model, tier, state.w, state.seq), tier
 
 
 def test_maintain_compacts_without_change_rows_and_sets_the_retention(grown):
     from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.tables import feed_tables
 
     feed, model = grown
     before = {t: feed.read(t).sort_by("id").to_pylist() for t in feed.tiers}
@@ -119,7 +121,7 @@ def test_maintain_compacts_without_change_rows_and_sets_the_retention(grown):
     assert [a.stats for a in bare] == [None] and [a.path for a in described] == [a.path for a in bare]
     assert '"minValues"' in described[0].stats and not described[0].data_change
     assert {t: feed.read(t).sort_by("id").to_pylist() for t in feed.tiers} == before
-    assert log.tier_state().w == BASE_US + 32 * MINUTE  # the state survives a commit that carries none
+    assert feed_tables.tier_state(log).w == BASE_US + 32 * MINUTE  # the state survives a commit that carries none
     # releases go on after it, on the fast path (one commit of waterline's per tier)
     rows = [_row(i, 5 * i, f"v{i}", embargo_minute=5 * i + 1) for i in range(5)] + [_row(9, 30, "w")]
     write_partition(Path(feed.spec.base_dir), "a", rows)
@@ -133,6 +135,7 @@ def test_maintain_compacts_without_change_rows_and_sets_the_retention(grown):
 def test_maintain_vacuums_and_cleans_the_log_past_the_retention_only(grown):
     from waterline.engine.delta.stages import STAGE_DIR
     from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.tables import feed_tables
 
     feed, model = grown
     tier = Path(feed.tier_path("emb"))
@@ -153,7 +156,7 @@ def test_maintain_vacuums_and_cleans_the_log_past_the_retention_only(grown):
     assert fresh_stage.exists()  # younger than the retention: never a vacuum's
     assert result.files_vacuumed >= 1 + len(markers) and result.log_files_removed > 0
     log = TableLog.open(str(tier))
-    assert log.version >= version_before and log.tier_state().w == BASE_US + 32 * MINUTE
+    assert log.version >= version_before and feed_tables.tier_state(log).w == BASE_US + 32 * MINUTE
     for uri in log.file_uris():  # the snapshot is whole
         assert Path(uri.removeprefix("file://")).exists()
     _equals_semantics(feed, model)

@@ -1,5 +1,6 @@
-"""A table that is not there is an answer, not a search: every question `TableLog` answers
-ends, for an absent table at once, for a present one after at most the whole log.
+"""A table that is not there is an answer, not a search: every question `TableLog` and the
+feed's reading of it (`feed_tables`) answer ends, for an absent table at once, for a present
+one after at most the whole log.
 
 Each question runs in a subprocess with a generous timeout: a search that never ends (the
 bug of issue 53, where `rows_changed_by_others` on an absent tier spun forever) fails the
@@ -28,20 +29,21 @@ TIMEOUT_S = 120
 QUESTIONS = {
     "rows_changed_by_others": ("log.rows_changed_by_others()", False),
     "latest_state": ("log.latest_state()", None),
-    "states_since": ("log.states_since(after_seq=0)", []),
-    "tier_state": ("log.tier_state().w", None),
+    "states_since": ("feed_tables.states_since(log, after_seq=0)", []),
+    "tier_state": ("feed_tables.tier_state(log).w", None),
     "waterline_states": ("log.waterline_states()", []),
     "history": ("log.history()", []),
-    "last_ingest_state": ("log.last_ingest_state('a')", None),
-    "names_token": ("log.names_token('t', after=None)", False),
-    "held_state": ("log.held_state('f').seq", 0),
+    "last_ingest_state": ("feed_tables.last_ingest_state(log, 'a')", None),
+    "names_token": ("feed_tables.names_token(log, 't', after=None)", False),
+    "held_state": ("feed_tables.held_state(log, 'f').seq", 0),
 }
 
 
 def _ask(path: Path, question: str) -> object:
-    """``question`` (an expression over ``log``, `TableLog.open(path)`) answered in a
-    subprocess; its answer as JSON. Fails if the subprocess did not end within `TIMEOUT_S`."""
+    """``question`` (an expression over ``log``, `TableLog.open(path)`, and ``feed_tables``) answered
+    in a subprocess; its answer as JSON. Fails if the subprocess did not end within `TIMEOUT_S`."""
     code = ("import json, sys; from waterline.engine.delta.table_log import TableLog; "
+            "from waterline.engine.tables import feed_tables; "
             f"log = TableLog.open(sys.argv[1]); print(json.dumps({question}))")
     try:
         done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
@@ -69,7 +71,7 @@ def test_a_search_through_a_log_without_waterline_commits_ends(tmp_path):
     (4, 40 ...) and ends at the log's end rather than deepening for ever."""
     _foreign_commits(tmp_path / "t", 6)
     assert _ask(tmp_path / "t", "log.rows_changed_by_others()") is True
-    assert _ask(tmp_path / "t", "log.states_since(after_seq=0)") == []
+    assert _ask(tmp_path / "t", "feed_tables.states_since(log, after_seq=0)") == []
     assert _ask(tmp_path / "t", "log.latest_state()") is None
 
 

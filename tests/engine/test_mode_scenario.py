@@ -56,6 +56,7 @@ def _source(row):
 def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
     from waterline import Feed
     from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.tables import feed_tables
 
     monkeypatch.setattr(model, "python_vis", _vis)
     spec = make_spec(tmp_path, TIERS)
@@ -82,7 +83,7 @@ def test_ingest_revise_release_equals_the_oracle(spark, tmp_path, monkeypatch):
         for tier in TIERS:
             assert result.tiers[tier].w_us == w_t
             # the state rode in the commit's userMetadata
-            assert TableLog.open(spec.tier_path(tier)).tier_state().w == w_t
+            assert feed_tables.tier_state(TableLog.open(spec.tier_path(tier))).w == w_t
             got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"]) for k, r in read_tier(spark, spec, tier).items()}
             assert got == expected_tier(oracle, tier, w_t), f"tier {tier} at W={w_t}"
 

@@ -62,11 +62,12 @@ class Scenario:
 
     def check(self) -> None:
         from waterline.engine.delta.table_log import TableLog
+        from waterline.engine.tables import feed_tables
 
         for path in (self.spec.held_path, *map(self.spec.tier_path, self.spec.tiers)):
             assert_log_sound(path)
         for tier in self.spec.tiers:
-            state = TableLog.open(self.spec.tier_path(tier)).tier_state()
+            state = feed_tables.tier_state(TableLog.open(self.spec.tier_path(tier)))
             got = {k: (tuple(r[c] for c in PAYLOAD), r["_wl_seq"])
                    for k, r in read_tier(None, self.spec, tier).items()}
             assert got == expected_tier(self.model, tier, state.w, state.seq), \

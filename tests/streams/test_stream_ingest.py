@@ -168,6 +168,7 @@ def test_a_batch_releases_the_tiers_it_made_due_at_once_before_the_others(kafka,
 
     from waterline.clock import SystemClock
     from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.tables import feed_tables
     from waterline.engine.stream.stream import BatchSink
     from waterline.engine.stream.source import read_once
 
@@ -182,8 +183,8 @@ def test_a_batch_releases_the_tiers_it_made_due_at_once_before_the_others(kafka,
     assert done.due_by_tier["realtime"] <= done.due_by_tier["delayed_15m"] - 15 * 60 * 1_000_000 + 60 * 1_000_000
     assert list(released.tiers) == ["realtime", "delayed_15m"]
     assert (released.tiers["realtime"].released, released.tiers["delayed_15m"].released) == (2, 0)
-    realtime_w = TableLog.open(feed.spec.tier_path("realtime")).tier_state().w
-    delayed_w = TableLog.open(feed.spec.tier_path("delayed_15m")).tier_state().w
+    realtime_w = feed_tables.tier_state(TableLog.open(feed.spec.tier_path("realtime"))).w
+    delayed_w = feed_tables.tier_state(TableLog.open(feed.spec.tier_path("delayed_15m"))).w
     assert realtime_w == released.tiers["realtime"].w_us and delayed_w == released.tiers["delayed_15m"].w_us
     assert realtime_w < delayed_w, "one release of both tiers would have given them one W"
     assert set(_tier(feed, "realtime")) == {"a", "b"} and _tier(feed, "delayed_15m") == {}

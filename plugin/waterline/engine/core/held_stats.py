@@ -15,7 +15,7 @@ moving from (low, s0) to (w, seq):
 
 Missing statistics (a file written without them) count as "could be anything":
 the file's partition is read. Everything here is plain Python over numbers the
-log reader (`waterline.engine.delta.table_log.TableLog.held_files`) extracts, so
+log reader (`waterline.engine.tables.feed_tables.held_files`) extracts, so
 it is also cheap to test exhaustively.
 """
 

@@ -16,8 +16,11 @@ Readers take the newest of the property and the retained history, check it
 against the transaction versions, and fail, naming the table, rather than guess.
 
 `TableLog` opens the table once (the ``deltalake`` package) and answers every
-question of one read from that snapshot: the engine, `waterline status`, the
-Dagster sensor and asset checks and the Airflow trigger all read through it.
+question of one read from that snapshot: protocol, metadata, history, transactions,
+the newest state as raw JSON, files and rows. It knows no feed: what a feed makes of
+a table (held and tier states, ingest sequences, commit tokens, held file statistics)
+is `waterline.engine.tables.feed_tables`, whose `FeedTables` handle keeps one
+`TableLog` per table of a feed.
 """
 
 from __future__ import annotations
@@ -29,10 +32,6 @@ from typing import Any, Iterable, Iterator, Mapping
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from waterline.engine.core import columns as C
-from waterline.engine.core.held_stats import HeldFile
-from waterline.engine.core.races import SkippedCommit
-from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.delta import storage
 from waterline.engine.delta.actions import Action, AddFile, Metadata, Protocol, parse_commit
 from waterline.engine.delta.objects import read_object
@@ -190,7 +189,7 @@ class TableLog:
         commits = self.history(depth)
         return commits, self._history_complete and len(commits) <= depth
 
-    def _search(self, looking_for: str, first: int = _HISTORY_DEPTH) -> Iterator[list[dict[str, Any]]]:
+    def search(self, looking_for: str, first: int = _HISTORY_DEPTH) -> Iterator[list[dict[str, Any]]]:
         """The newest commits, ever deeper (``first``, then ten times as many ...), for a search
         that stops when it found what it looks for; it ends after the whole retained log was
         read. The log has at most ``version + 1`` commits, so a depth past that reads it all;
@@ -241,7 +240,7 @@ class TableLog:
         prop = self.property_state()
         committed = self.transaction_version(APP_COMMIT)
         best: dict[str, Any] | None = prop
-        for commits in self._search("its waterline state"):
+        for commits in self.search("its waterline state"):
             found = next((s for c in commits if (s := parse_state(c.get("userMetadata"))) is not None), None)
             best = max([s for s in (found, prop) if s is not None], key=_number, default=None)
             if committed is None or (best is not None and _number(best) >= committed):
@@ -252,63 +251,6 @@ class TableLog:
             f"found n={None if best is None else _number(best)}); restore the table property {PROPERTY}"
         )
 
-    def tier_state(self) -> TierState:
-        """The tier's state (the initial one for a tier never committed to).
-
-        Every commit that changes a tier's state writes it to the table property too (the
-        release's own commit, the Spark path's property commit after its MERGE, hold and
-        resume), so the property is the newest state whenever no data commit is known past
-        it (the ``waterline.commit`` transaction): then no commit file is read, and the cost
-        of a read does not grow with the tier's history. Otherwise (a crash between the Spark
-        path's two commits, a tier just created) `latest_state` searches the history."""
-        prop = self.property_state()
-        committed = self.transaction_version(APP_COMMIT)
-        if prop is not None and (committed is None or _number(prop) >= committed):
-            raw: dict[str, Any] | None = prop
-        else:
-            raw = self.latest_state()
-        return TierState() if raw is None else TierState.from_json(raw, where=f"table {self.path}")
-
-    def held_state(self, feed: str) -> HeldState:
-        """The held table's state: ingest sequence counter and event-time bookkeeping.
-
-        The sequence is the greatest of the state's, the ``waterline.seq``
-        transaction version (kept across log cleanup) and, for tables written
-        before that, the files' ``_wl_seq`` statistics. An existing table never
-        starts again at 0.
-        """
-        if self._table is None:
-            return HeldState()
-        raw = self.latest_state()
-        state = HeldState() if raw is None else HeldState.from_json(raw, where=f"table {self.path}")
-        seqs = [raw.get("seq") if raw else None, self.transaction_version(APP_SEQ)]
-        if seqs == [None, None]:
-            seqs.append(self.max_file_seq())
-        known = [s for s in seqs if s is not None]
-        if not known:
-            raise WaterlineError(
-                f"feed {feed}: held table {self.path} has no waterline state, transaction or sequence statistics; "
-                "it was not written by waterline, or its log was rewritten"
-            )
-        return state.evolve(seq=max(known))
-
-    def states_since(self, *, after_seq: int) -> list[HeldState]:
-        """Held states of the newest commits whose ``seq > after_seq``, newest first."""
-        if self._table is None:  # no table yet: no state since anything
-            return []
-        found: list[HeldState] = []
-        # a long run of ingests since the last release: look further back
-        for commits in self._search(f"the held states after ingest sequence {after_seq}"):
-            found = []
-            for commit in commits:
-                raw = parse_state(commit.get("userMetadata"))
-                if raw is None:
-                    continue
-                if int(raw.get("seq") or 0) <= after_seq:
-                    return found
-                found.append(HeldState.from_json(raw, where=f"table {self.path}"))
-        return found
-
     def rows_changed_by_others(self) -> bool:
         """Whether a commit another writer made after the newest waterline commit may have
         changed rows (a RESTORE, a DELETE or UPDATE by hand, a foreign append): commits that
@@ -316,50 +258,13 @@ class TableLog:
         if self._table is None:  # no table yet: nobody changed its rows
             return False
         # the newest commit is waterline's nearly always: read few commit files first
-        for commits in self._search("the newest waterline commit (rows changed by others?)", first=4):
+        for commits in self.search("the newest waterline commit (rows changed by others?)", first=4):
             for commit in commits:
                 if parse_state(commit.get("userMetadata")) is not None:
                     return False
                 if commit.get("operation") not in ROW_PRESERVING:
                     return True
         return False
-
-    def last_ingest_state(self, partition: str, *, depth: int = _HISTORY_DEPTH) -> HeldState | None:
-        """The state of the newest ingest commit of ``partition`` among the last ``depth`` commits,
-        or None if it is older, absent, or a foreign commit may have changed rows since."""
-        for commit in self.history(depth):
-            raw = parse_state(commit.get("userMetadata"))
-            if raw is None:
-                if commit.get("operation") in ROW_PRESERVING:
-                    continue
-                return None
-            if raw.get("op") == "ingest" and raw.get("partition") == partition:
-                return HeldState.from_json(raw, where=f"table {self.path}")
-        return None
-
-    def committed_version(self, token: str, *, after: int | None) -> int:
-        """The version of the commit whose state carries ``token`` (made after version
-        ``after``); raises `SkippedCommit` if there is none: Delta skipped it as already
-        applied, or another writer's commit replaced it."""
-        version = self._token_version(token, after=after)
-        if version is None:
-            raise SkippedCommit(f"{self.path}: commit {token} did not land (versions after {after} hold none)")
-        return version
-
-    def names_token(self, token: str, *, after: int | None) -> bool:
-        """Whether a commit made after version ``after`` carries ``token`` in its state."""
-        return self._token_version(token, after=after) is not None
-
-    def _token_version(self, token: str, *, after: int | None) -> int | None:
-        if self._table is None:
-            return None
-        newest = self.version if self.version is not None else -1
-        depth = newest - (-1 if after is None else after)
-        for commit in self.history(max(depth, 1)):
-            state = parse_state(commit.get("userMetadata"))
-            if state is not None and state.get("token") == token:
-                return int(commit["version"])
-        return None
 
     def last_commit_metrics(self) -> dict[str, int]:
         """The newest commit's operationMetrics (rows inserted, updated, deleted ...)."""
@@ -369,7 +274,10 @@ class TableLog:
 
     # -- files ---------------------------------------------------------------------
 
-    def _add_actions(self) -> dict[str, list]:
+    def file_statistics(self) -> dict[str, list]:
+        """The snapshot's add actions as columns (`add_actions`, as a dict of lists): ``path``,
+        ``num_records``, ``partition.<column>``, ``min.<column>``, ``max.<column>`` ...; empty
+        without a table."""
         return {} if self._table is None else self.add_actions().to_pydict()
 
     def file_actions(self) -> list[dict[str, Any]]:
@@ -400,50 +308,20 @@ class TableLog:
         """The snapshot's data files as absolute URIs (deltalake's ``file_uris``)."""
         return [] if self._table is None else list(self._table.file_uris())
 
-    def held_files(self, tiers: Iterable[str]) -> list[HeldFile]:
-        """The held table's current files with the statistics a release needs."""
-        actions = self._add_actions()
-        n = len(actions.get("path", []))
-
-        def column(name: str) -> list:
-            return actions.get(name, [None] * n)
-
-        tiers = list(tiers)
-        partitions, paths = column(f"partition.{C.PARTITION}"), column("path")
-        records = column("num_records")
-        seq_min, seq_max = column(f"min.{C.SEQ}"), column(f"max.{C.SEQ}")
-        stats = {t: (column(f"min.{C.tau(t)}"), column(f"max.{C.tau(t)}"), column(f"max.{C.last(t)}")) for t in tiers}
-        return [
-            HeldFile(
-                partition=partitions[i], records=records[i], seq_min=seq_min[i], seq_max=seq_max[i],
-                tau_min={t: stats[t][0][i] for t in tiers},
-                tau_max={t: stats[t][1][i] for t in tiers},
-                last_max={t: stats[t][2][i] for t in tiers},
-                path=paths[i],
-            )
-            for i in range(n)
-        ]
-
-    def partitions(self) -> set[str]:
-        """Partitions the table has files in (from the log, no data read)."""
-        return set(self._add_actions().get(f"partition.{C.PARTITION}", []))
-
-    def max_file_seq(self) -> int | None:
-        """The greatest ``_wl_seq`` among the held table's files, from their statistics."""
-        values = [v for v in self._add_actions().get(f"max.{C.SEQ}", []) if v is not None]
-        return max(values) if values else None
-
-    def row_count(self, partitions: Iterable[str] | None = None) -> int | None:
-        """Rows in this version (of ``partitions`` only, when given), from the files' statistics;
-        None without a table or when a file has no statistics."""
+    def row_count(self, where: Mapping[str, Iterable[str]] | None = None) -> int | None:
+        """Rows in this version (of the files whose partition values are among ``where``'s,
+        column by column, when given), from the files' statistics; None without a table or
+        when a file has no statistics."""
         if self._table is None:
             return None
-        actions = self._add_actions()
+        actions = self.file_statistics()
         counts = actions.get("num_records", [])
-        if partitions is not None:
-            wanted = set(partitions)
-            where = actions.get(f"partition.{C.PARTITION}", [None] * len(counts))
-            counts = [n for n, part in zip(counts, where) if part in wanted]
+        keep = [True] * len(counts)
+        for column, values in (where or {}).items():
+            wanted = set(values)
+            found = actions.get(f"partition.{column}", [None] * len(counts))
+            keep = [k and part in wanted for k, part in zip(keep, found)]
+        counts = [n for n, k in zip(counts, keep) if k]
         if any(c is None for c in counts):  # files written without statistics
             return None
         return int(sum(counts))

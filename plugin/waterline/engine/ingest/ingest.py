@@ -44,6 +44,8 @@ from waterline.engine.core.results import IngestResult
 from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, table_unsupported, write_commit
+from waterline.engine.tables import feed_tables
+from waterline.engine.tables.feed_tables import FeedTables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.delta.storage import is_delta_table
 from waterline.engine.delta.table_log import APP_SEQ, TableLog
@@ -117,7 +119,8 @@ class _Output:
     payload: list[str]
     plans: dict[str, ReleasePlan]
     unparsed: DataFrame | None  # source records no reader could parse
-    held_log: TableLog  # the held table as read under the lease
+    tables: FeedTables  # the feed's tables, opened under the lease
+    held_log: TableLog  # the held table as read under the lease (kept: not refreshed by this ingest's commit)
     state: HeldState
     now_us: int
     hash_as_text: bool
@@ -147,11 +150,11 @@ def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lea
     # tiers a run killed while creating them left missing: this ingest may not reach its own
     # creation (an unchanged partition returns early)
     complete_tier_tables(spark, spec, held_log)
-    fresh = not held_log.exists or partition not in held_log.partitions()
+    fresh = not held_log.exists or partition not in out.tables.held_partitions()
     # What this partition's last ingest committed. A partition with no file in held has
     # nothing its output could equal (its last output had no valid row, or gc dropped
     # them all), so its history (up to 50 commit files read) is not searched.
-    previous = None if fresh else held_log.last_ingest_state(partition)
+    previous = None if fresh else out.tables.last_ingest_state(partition)
     known = previous.fingerprint if previous else None
     prof: Profile | None = None
     if known:
@@ -181,8 +184,8 @@ def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lea
 
 def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> _Output:
     """The partition's output, checked against the spec and the held table, and its tiers' plans."""
-    held_log = TableLog.open(spec.held_path)
-    state = held_log.held_state(spec.feed)
+    tables = FeedTables.open(spec)
+    held_log, state = tables.held, tables.held_state()
     now = clock.now_us()
     raw, unparsed = read_output_and_unparsed(spark, spec, partition)
     check_columns(spec, raw)
@@ -199,8 +202,8 @@ def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> 
     late_before = state.event_w if spec.waterline.mode == "event" else None
     rows = parsed.withColumn(REASON, reason_column(spec, late_before))
     return _Output(partition=partition, rows=rows, schema=StructType([*schema, StructField(REASON, StringType())]),
-                   payload=payload, plans=plans, unparsed=unparsed, held_log=held_log, state=state, now_us=now,
-                   hash_as_text=hash_as_text)
+                   payload=payload, plans=plans, unparsed=unparsed, tables=tables, held_log=held_log, state=state,
+                   now_us=now, hash_as_text=hash_as_text)
 
 
 def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, prof: Profile | None, *,
@@ -318,7 +321,7 @@ def _commit(spark: SparkSession, spec: FeedSpec, new_state: HeldState, versions:
 
     The append carries the Delta transaction (``waterline.seq``, new seq): if a newer
     writer already committed that sequence, Delta skips it and
-    `TableLog.committed_version` raises `SkippedCommit`, so the caller recomputes
+    `feed_tables.committed_version` raises `SkippedCommit`, so the caller recomputes
     instead of losing the versions. A moved event time also goes into the table
     property, which survives log cleanup. ``held_log`` was read under the feed
     lease, so whether the table exists still holds: no second log read."""
@@ -326,7 +329,7 @@ def _commit(spark: SparkSession, spec: FeedSpec, new_state: HeldState, versions:
     lease.check()  # the last moment a lost lease can stop the commit
     with commit_state(spark, new_state, app=APP_SEQ, version=new_state.seq), creating:
         versions.drop(V.KIND).write.format("delta").mode("append").partitionBy(C.PARTITION).save(spec.held_path)
-    TableLog.open(spec.held_path).committed_version(new_state.token, after=held_log.version)
+    feed_tables.committed_version(TableLog.open(spec.held_path), new_state.token, after=held_log.version)
     if _moved(new_state, old_state):
         record_state(spark, spec.held_path, new_state)
 

@@ -3,7 +3,7 @@
 Embargo safety: every row of the tier, read at the version whose state carries
 W_T, is visible at W_T under the tier's compiled policy, and W_T is not ahead of
 the trusted clock. Unique identities: ``(_wl_partition, key...)`` is unique.
-The state is read with `TableLog` (the property and the retained history, so a
+The state is read with `feed_tables.tier_state` (the property and the retained history, so a
 table whose old commits were cleaned up is judged by its real W_T).
 """
 
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core.results import TierAudit
-from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables.feed_tables import FeedTables, tier_state
 from waterline.engine.tables.schedule import compile_tiers
 from waterline.policy import ReleasePlan, vis_sql
 from waterline.spec import FeedSpec
@@ -29,10 +29,10 @@ def audit_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, clock: Clock |
                plans: Mapping[str, ReleasePlan] | None = None) -> tuple[TierAudit, Mapping[str, ReleasePlan] | None]:
     """The tier's audit, and the compiled plans (pass them back in for the next tier: one compile)."""
     now = (clock or SystemClock()).now_us()
-    log = TableLog.open(spec.tier_path(tier))
+    log = FeedTables.open(spec).tier(tier)
     if not log.exists:
         return TierAudit(tier=tier, exists=False, now_us=now), plans
-    w = log.tier_state().w
+    w = tier_state(log).w
     df = spark.read.format("delta").option("versionAsOf", log.version).load(log.path)
     payload = [c for c in df.columns if not C.is_system(c)]
     keys = [C.PARTITION, *spec.key]

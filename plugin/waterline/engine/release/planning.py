@@ -22,6 +22,7 @@ from waterline.engine.release.step_context import TierStep
 from waterline.engine.core.held_stats import CandidateScope, HeldFile, outlook
 from waterline.engine.core.results import TierRelease
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables import feed_tables
 from waterline.engine.tables.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
 from waterline.semantics import POS_INF
 from waterline.spec import FeedSpec
@@ -50,7 +51,7 @@ def plan_step(spec: FeedSpec, tier: str, held_columns: Sequence[str], target: in
     """The tier's step, or its final result when it is on hold or already at (W, seq).
     ``held_columns``: the held table's; ``log``: the tier's log as the caller read it (else it is read)."""
     log = log if log is not None else TableLog.open(spec.tier_path(tier))
-    state = log.tier_state()
+    state = feed_tables.tier_state(log)
     w0, s0 = state.w, state.seq
     if state.hold:
         return TierRelease(tier=tier, w_us=w0, previous_w_us=w0, seq=s0, held=True)

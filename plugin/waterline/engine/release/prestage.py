@@ -38,6 +38,7 @@ from waterline.engine.delta.arrow_files import DataFile
 from waterline.engine.delta.commit import FileActions, table_unsupported
 from waterline.engine.delta.gate import warn_slow_path
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables import feed_tables
 from waterline.engine.release.prestaged import StagedRelease, StagedTier, stage_folder
 from waterline.engine.release.step_files import FILE_COLUMN, change_actions, counted_changes, inserts_staged, stage_tier
 from waterline.engine.spark import observed
@@ -77,7 +78,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         if reason is not None:
             log.info("feed %s: release not pre-staged: tier %s: %s", spec.feed, tier, reason)
             return None
-    held_state = held_log.held_state(spec.feed)
+    held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
     target = target_us if target_us is not None else target_waterline(spec, held_state, w_us, w_us)
     held_schema = table_schema(held_log)
@@ -93,7 +94,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         (settled if isinstance(step, TierRelease) else steps).append(step)
     staged_tiers: list[StagedTier] = []
     if steps:
-        files = held_log.held_files(spec.tiers)
+        files = feed_tables.held_files(held_log, spec.tiers)
         single = single_ingest_partitions(files)
         planned = []
         for step in steps:
@@ -136,8 +137,8 @@ def _stage_small(spark: SparkSession, ctx: StepContext, held: pa.Table, held_sch
     staged = _staged(ctx)
     if not ctx.scope.partitions:
         return staged
-    in_tier = tier_log.partitions().intersection(ctx.scope.partitions)
-    if not in_tier or fits(tier_log.row_count(sorted(in_tier))):
+    in_tier = feed_tables.partitions(tier_log).intersection(ctx.scope.partitions)
+    if not in_tier or fits(feed_tables.row_count(tier_log, sorted(in_tier))):
         tier_schema = arrow_schema(table_schema(tier_log))
         return stage_tier(ctx, staged, held, tier_schema, in_tier=in_tier)
     frame = spark_frame(spark, held, held_schema)
@@ -164,7 +165,7 @@ def _stage_tier(spark: SparkSession, ctx: StepContext, held: DataFrame) -> Stage
     schema = table_schema(tier_log)
     columns = [f.name for f in schema.fields]
     desired = desired_rows(held, step, keys, payload, ctx.scope, ctx.single)
-    in_tier = sorted(tier_log.partitions().intersection(partitions))
+    in_tier = sorted(feed_tables.partitions(tier_log).intersection(partitions))
     if not in_tier:  # partitions the tier has no row in yet: every present row is an insert
         return _stage_inserts(spec, staged, desired, columns, token,
                               shuffle=any(p not in ctx.single for p in partitions))

@@ -42,6 +42,7 @@ from waterline.engine.delta.commit import (
 )
 from waterline.engine.delta.stages import GC_AFTER_S, MAX_STAGE_AGE_US, discard_stage, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import APP_COMMIT, Snapshot, TableLog
+from waterline.engine.tables import feed_tables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.spec import FeedSpec
 
@@ -98,10 +99,10 @@ def still_valid(spec: FeedSpec, staged: StagedRelease, now_us: int) -> str | Non
     held = TableLog.open(spec.held_path)
     if held.version != staged.held.version:
         try:  # only commits that kept every held row (a user's OPTIMIZE) may lie between
-            check_rebase(staged.held, property_commit(held.held_state(spec.feed)), latest=held.version)
+            check_rebase(staged.held, property_commit(feed_tables.held_state(held, spec.feed)), latest=held.version)
         except SkippedCommit as exc:
             return f"held table moved (version {staged.held.version} -> {held.version}): {exc}"
-    if target_waterline(spec, held.held_state(spec.feed), now_us, staged.w_us) != staged.w_us:
+    if target_waterline(spec, feed_tables.held_state(held, spec.feed), now_us, staged.w_us) != staged.w_us:
         return "the waterline the clock allows is below the staged one"
     return None
 
@@ -197,7 +198,7 @@ def discard(spec: FeedSpec, staged: StagedRelease, *, keep: tuple[str, ...] = ()
             continue
         path = spec.tier_path(step.tier)
         try:
-            named = TableLog.open(path).names_token(staged.token, after=step.base.version)
+            named = feed_tables.names_token(TableLog.open(path), staged.token, after=step.base.version)
         except Exception as exc:  # noqa: BLE001  (an unreadable log: keep the files, gc decides by token)
             log.warning("feed %s: tier %s: stage %s kept, its log is unreadable now: %s",
                         spec.feed, step.tier, staged.token, exc)

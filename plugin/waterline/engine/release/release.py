@@ -31,6 +31,7 @@ from waterline.engine.core.state import TierState
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.release.prestaged import StagedCommit, commit_staged, discard
 from waterline.engine.delta.table_log import APP_COMMIT, TableLog
+from waterline.engine.tables import feed_tables
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
 from waterline.engine.release.planning import PRESENT, REASON, desired_rows, plan_step, tier_outlook
@@ -77,7 +78,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
                     lease: Lease, committed: list[ReleaseResult], tiers: tuple[str, ...]) -> ReleaseResult:
     now = clock.now_us()
     held_log = TableLog.open(spec.held_path)
-    held_state = held_log.held_state(spec.feed)
+    held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
     target = target_waterline(spec, held_state, now, as_of_us)
     results: dict[str, TierRelease] = {}
@@ -108,7 +109,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
             else:
                 steps.append(step_or_result)
         if steps:
-            files = held_log.held_files(spec.tiers)
+            files = feed_tables.held_files(held_log, spec.tiers)
             outlooks = tier_outlook(held, files, steps)
             single = single_ingest_partitions(files)
             for i, step in enumerate(steps):
@@ -134,9 +135,9 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
     held_log = TableLog.open(spec.held_path)
     if not held_log.exists:
         return
-    seq = held_log.held_state(spec.feed).seq
+    seq = feed_tables.held_state(held_log, spec.feed).seq
     held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
-    files = held_log.held_files(spec.tiers)
+    files = feed_tables.held_files(held_log, spec.tiers)
     single = single_ingest_partitions(files)
     keys = [C.PARTITION, *spec.key]
     payload = [c for c in held.columns if not C.is_system(c)]
@@ -193,7 +194,7 @@ def _apply(spark: SparkSession, ctx: StepContext, held: DataFrame, *, lease: Lea
             spark.sql(f"DELETE FROM {delta_path(path)}")
     after = TableLog.open(path)
     if after.version != before:
-        after.committed_version(new_state.token, after=before)
+        feed_tables.committed_version(after, new_state.token, after=before)
         metrics = _merge_metrics(after)
     elif (after.transaction_version(APP_COMMIT) or 0) >= step.n:
         raise SkippedCommit(f"{path}: release commit n={step.n} already applied by another writer")

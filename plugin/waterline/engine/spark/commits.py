@@ -59,7 +59,7 @@ def commit_state(spark: SparkSession, state: State, *, app: str | None = None,
                  version: int | None = None) -> Iterator[None]:
     """Attach ``state`` to the Delta commit made inside the block, and with ``app`` the
     transaction id (app, version): Delta then skips the commit if the table already has
-    that app at ``version`` or later, so a replay is a no-op (see `TableLog.committed_version`)."""
+    that app at ``version`` or later, so a replay is a no-op (see `engine.tables.feed_tables.committed_version`)."""
     with temporary_conf(spark, _USER_METADATA, state_text(state, tagged=True)):
         if app is None:
             yield

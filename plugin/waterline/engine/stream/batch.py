@@ -35,6 +35,7 @@ from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, write_commit
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables import feed_tables
 from waterline.engine.tables.lease import Lease
 from waterline.engine.ingest import held_append, row_errors
 from waterline.engine.stream import batch_write as W
@@ -84,7 +85,7 @@ def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: Data
             log.info("feed %s: stream %s batch %s is in held already (a replay): skipped", spec.feed, source, batch_id)
             return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
         return _batch_locked(BatchContext(spark=spark, spec=spec, source=source, batch_id=batch_id, held_log=held_log,
-                                          state=held_log.held_state(spec.feed), now_us=clock.now_us(), lease=lease,
+                                          state=feed_tables.held_state(held_log, spec.feed), now_us=clock.now_us(), lease=lease,
                                           bound=bound), records)
 
     return under_lease(spec, locked, what=f"stream {source} batch {batch_id}",
@@ -113,7 +114,7 @@ def warm_up(spark: SparkSession, spec: FeedSpec, source: str, sample: DataFrame,
         held_log = TableLog.open(spec.held_path)
         frames = batch_output(spec, source, batch_records)
         try:
-            batch = _prepare(spark, spec, frames.output, held_log, held_log.held_state(spec.feed))
+            batch = _prepare(spark, spec, frames.output, held_log, feed_tables.held_state(held_log, spec.feed))
             tags, later = _tags(batch, compile_tiers(spark, spec, batch.rows.select(batch.payload), batch.schema))
             collect_rows(spec, batch.rows, tags, later, frames.unparsed)
             return copies * count

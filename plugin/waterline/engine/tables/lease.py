@@ -17,7 +17,7 @@ holds the lease. The engine calls `Lease.check` right before each commit (lost,
 or less than ``margin_s`` left: stop), and every commit carries a Delta
 transaction version derived from the state it was computed from, so a stale
 commit that still lands after a successor's is skipped by Delta and detected
-(`waterline.engine.delta.table_log.TableLog.committed_version`). docs/decisions.md "Mutual
+(`waterline.engine.tables.feed_tables.committed_version`). docs/decisions.md "Mutual
 exclusion" states what this assumes of the store and of clocks.
 """
 

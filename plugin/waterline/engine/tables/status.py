@@ -2,7 +2,7 @@
 
 Used by `waterline status`, `Feed.status`, the Dagster release sensor and the
 Airflow trigger, whose ticks must stay cheap. Everything here is derived from
-the states waterline writes into its own commits (`engine.delta.table_log`).
+the states waterline writes into its own commits, read through one `FeedTables` handle.
 """
 
 from __future__ import annotations
@@ -11,25 +11,25 @@ from waterline.clock import Clock, SystemClock
 from waterline.engine.core.event_time import target_waterline
 from waterline.engine.core.results import WaterlineHistory
 from waterline.engine.core.status import FeedStatus, TierStatus
-from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables.feed_tables import FeedTables
 from waterline.semantics import NEG_INF
 from waterline.spec import FeedSpec
 
 
-def read_feed_status(spec: FeedSpec, *, clock: Clock | None = None) -> FeedStatus:
-    """Per tier: W_T, lag, pending versions, next due moment, whether a release now is due."""
+def read_feed_status(spec: FeedSpec, *, clock: Clock | None = None, tables: FeedTables | None = None) -> FeedStatus:
+    """Per tier: W_T, lag, pending versions, next due moment, whether a release now is due
+    (``tables``: the feed's handle when the caller has one open)."""
     clock = clock or SystemClock()
     now = clock.now_us()
-    held_log = TableLog.open(spec.held_path)
-    held = held_log.held_state(spec.feed)
+    tables = tables or FeedTables.open(spec)
+    held = tables.held_state()
     w_release = target_waterline(spec, held, now, None)
     tiers = {}
-    exists = held_log.exists
+    exists = tables.held.exists
     for tier in spec.tiers:
-        tier_log = TableLog.open(spec.tier_path(tier))
-        exists = exists or tier_log.exists
-        t = tier_log.tier_state()
-        since = held_log.states_since(after_seq=t.seq) if held.seq > t.seq else []
+        exists = exists or tables.tier(tier).exists
+        t = tables.tier_state(tier)
+        since = tables.states_since(after_seq=t.seq) if held.seq > t.seq else []
         # GC and other commits repeat the held state; only ingest commits add versions.
         ingests = [s for s in since if s.op == "ingest"]
         new_taus = [s.min_tau.get(tier) for s in ingests]
@@ -49,10 +49,10 @@ def read_feed_status(spec: FeedSpec, *, clock: Clock | None = None) -> FeedStatu
                       event_w_us=held.event_w, tiers=tiers, exists=exists)
 
 
-def waterline_history(spec: FeedSpec, tier: str) -> WaterlineHistory:
+def waterline_history(spec: FeedSpec, tier: str, *, tables: FeedTables | None = None) -> WaterlineHistory:
     """W_T across the tier table's retained waterline commits, and every place it went back."""
-    history = tuple((version, state["w"]) for version, state in TableLog.open(spec.tier_path(tier)).waterline_states()
-                    if state.get("w") is not None)
+    states = (tables or FeedTables.open(spec)).tier(tier).waterline_states()
+    history = tuple((version, state["w"]) for version, state in states if state.get("w") is not None)
     regressions = tuple((v0, w0, v1, w1) for (v0, w0), (v1, w1) in zip(history, history[1:]) if w1 < w0)
     return WaterlineHistory(tier=tier, commits=history, regressions=regressions)
 

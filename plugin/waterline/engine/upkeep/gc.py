@@ -25,10 +25,11 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.races import new_token
 from waterline.engine.core.results import GcResult
 from waterline.engine.core.sqltext import delta_path
+from waterline.engine.tables.feed_tables import FeedTables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.delta.objects import delete_tree
 from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
-from waterline.engine.delta.table_log import APP_COMMIT, TableLog
+from waterline.engine.delta.table_log import APP_COMMIT
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.upkeep.maintain import optimize
 from waterline.engine.tables.spark_tables import read_delta
@@ -40,10 +41,12 @@ def gc(spark: SparkSession, spec: FeedSpec, *, compact: bool = True, stage_grace
     """Delete the held versions no tier can ever need again; compact what is left; delete the
     staged files of releases and held appends that never committed and are older than
     ``stage_grace_s``."""
-    if not TableLog.open(spec.held_path).exists:
+    tables = FeedTables.open(spec)
+    if not tables.held.exists:
         return GcResult(feed=spec.feed, versions_before=0, versions_removed=0, files_compacted=False)
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-        result = _gc_locked(spark, spec, compact=compact, lease=lease)
+        # what was read before the lease may be stale: read again under it
+        result = _gc_locked(spark, tables.refresh(), compact=compact, lease=lease)
         now_s = time.time()  # stage files are dated by the store's clock, not by the trusted release clock
         staged = sum(delete_tree(table_stage_folder(table, token))
                      for table in (spec.held_path, *map(spec.tier_path, spec.tiers))
@@ -51,9 +54,9 @@ def gc(spark: SparkSession, spec: FeedSpec, *, compact: bool = True, stage_grace
     return replace(result, staged_files_removed=staged)
 
 
-def _gc_locked(spark: SparkSession, spec: FeedSpec, *, compact: bool, lease: Lease) -> GcResult:
-    held_state = TableLog.open(spec.held_path).held_state(spec.feed)
-    tiers = {t: TableLog.open(spec.tier_path(t)).tier_state() for t in spec.tiers}
+def _gc_locked(spark: SparkSession, tables: FeedTables, *, compact: bool, lease: Lease) -> GcResult:
+    spec = tables.spec
+    held_state, tiers = tables.held_state(), tables.tier_states()
     held = read_delta(spark, spec.held_path)
     total = held.count()
     if any(s.w is None for s in tiers.values()):

@@ -50,6 +50,7 @@ from waterline.engine.delta.objects import delete_objects, delete_tree, list_tre
 from waterline.engine.delta.restated_stats import NO_STATS_CONF, restate_compaction
 from waterline.engine.delta.stages import GC_AFTER_S, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables.feed_tables import FeedTables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.proof.release_proof import keep_proofs
 from waterline.spec import FeedSpec
@@ -69,25 +70,26 @@ def maintain(spark: SparkSession, spec: FeedSpec, *, tiers: list[str] | None = N
     out: dict[str, TableMaintenance] = {}
     plans = None
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
+        tables = FeedTables.open(spec)
         for name in names:
             path = spec.held_path if name == HELD else spec.tier_path(name)
-            if not TableLog.open(path).exists:
+            if not tables.log(path).exists:
                 continue
             proven = 0
             if name != HELD:
                 proven, plans = keep_proofs(spark, spec, name, plans)
-            out[name] = replace(_maintain_table(spark, name, path, retention_us=retention_us, now_s=time.time(),
-                                                lease=lease), commits_proven=proven)
+            out[name] = replace(_maintain_table(spark, name, tables, path, retention_us=retention_us,
+                                                now_s=time.time(), lease=lease), commits_proven=proven)
     return MaintainResult(feed=spec.feed, retention_us=retention_us, tables=out)
 
 
-def _maintain_table(spark: SparkSession, name: str, path: str, *, retention_us: int, now_s: float,
-                    lease: Lease) -> TableMaintenance:
-    before = TableLog.open(path)
+def _maintain_table(spark: SparkSession, name: str, tables: FeedTables, path: str, *, retention_us: int,
+                    now_s: float, lease: Lease) -> TableMaintenance:
+    before = tables.log(path)
     files_before = len(before.file_actions())
     _retention_properties(spark, path, before, retention_us, lease)
     compacted = _compact(spark, path, before, lease)
-    after = TableLog.open(path)
+    after = tables.refresh(path).log(path)  # after the property and compaction commits
     log_before = _log_files(path)
     checkpoint = after.checkpoint_and_clean()
     retention_s = retention_us / 1_000_000
