@@ -13,6 +13,11 @@ Methods that only read Delta logs (`plan`, `status`, `due`, `read`) never
 start a JVM nor import pyspark; the others start Spark lazily, once, from the
 spec's ``spark:`` key (``WATERLINE_SPARK_MASTER``/``_REMOTE`` override it) or
 from the ``spark`` argument.
+
+Over 400 lines, for a reason: `Feed` is the whole public API in one class (DESIGN's public
+names): 28 public methods and properties, a third of the file their docstrings, each a door of a few
+lines to the engine (`engine.operations`) or to the feed's tables (`engine.tables.feed_tables`),
+where the work is. Splitting the class would split the one API the adapters share.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from waterline.engine.core.results import (
     WaterlineHistory,
 )
 from waterline.engine.core.state import TierState
-from waterline.engine.core.status import FeedStatus, first_run_hint
+from waterline.engine.core.status import FeedStatus
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
 from waterline.engine.spark.config import SessionConfig, SparkSettings, check_master, check_remote
 from waterline.engine.tables import applied_spec
@@ -218,16 +223,9 @@ class Feed:
         """
         if as_of is not None and version is not None:
             raise WaterlineError(f"feed {self.name}: read: give as_of (an instant) or version (a table version), not both")
-        path, tables = self.tier_path(tier), FeedTables.open(self.spec)
-        if version is not None:
-            if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-                raise WaterlineError(f"feed {self.name}: read version={version!r}: expected a table version (int >= 0)")
-        elif as_of is not None:
-            version = self._version_at(tables, tier, self._instant(as_of, "as_of"))
-        log = tables.log(path, version=version)
-        if not log.exists:
-            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
-        return log.to_arrow(columns)
+        tier = self._tier(tier)
+        as_of_us = None if as_of is None else self._instant(as_of, "as_of")
+        return FeedTables.open(self.spec).read(tier, version=version, as_of_us=as_of_us, columns=columns)
 
     def changes(self, tier: str, since: int | None = None) -> pa.Table:
         """The tier's change data feed from table version ``since`` (None: its first version), as a
@@ -235,19 +233,7 @@ class Feed:
         ``_change_type`` (insert, update_preimage, update_postimage, delete), ``_commit_version``
         and ``_commit_timestamp``. Expiry and removals are deletes. Versions written before the
         tier kept a change feed have none: pass ``since`` at or after the first that does."""
-        log = FeedTables.open(self.spec).tier(self._tier(tier))
-        if not log.exists:
-            raise WaterlineError(f"feed {self.name}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
-        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
-            raise WaterlineError(f"feed {self.name}: changes since={since!r}: expected a table version (int >= 0)")
-        start = 0 if since is None else since
-        if start > log.version:  # nothing since: an empty table with the feed's columns
-            return log.changes(log.version, log.version).slice(0, 0)
-        try:
-            return log.changes(start, log.version)
-        except Exception as exc:  # deltalake: CDF not enabled, or versions cleaned up
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise WaterlineError(f"feed {self.name}: tier {tier}: no change data since version {start}: {first}") from None
+        return FeedTables.open(self.spec).changes(self._tier(tier), since)
 
     def table_summary(self, table: str, *, partitions: list[str] | None = None) -> TableSummary:
         """``"held"``, ``"quarantine"`` or a tier: where it lives, its columns and its row count
@@ -273,15 +259,6 @@ class Feed:
     def waterline_history(self, tier: str) -> WaterlineHistory:
         """W_T over the tier's retained commits (the monotonic-waterline invariant), no Spark."""
         return waterline_history(self.spec, self._tier(tier))
-
-    def _version_at(self, tables: FeedTables, tier: str, instant_us: int) -> int:
-        states = tables.tier(tier).waterline_states()
-        at = [version for version, state in states if state.get("w") is not None and state["w"] <= instant_us]
-        if not at:
-            raise WaterlineError(
-                f"feed {self.name}: tier {tier} has no retained version with W_T at or before "
-                f"{format_instant(instant_us)} (released later, or its log was cleaned up)")
-        return max(at)
 
     # -- Spark -----------------------------------------------------------------------
 

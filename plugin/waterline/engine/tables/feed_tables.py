@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import pyarrow as pa
+
+from waterline.clock import format_instant
 from waterline.engine.core import columns as C
 from waterline.engine.core.held_stats import HeldFile
 from waterline.engine.core.races import SkippedCommit
 from waterline.engine.core.state import HeldState, TierState
+from waterline.engine.core.status import first_run_hint
 from waterline.engine.delta.table_log import APP_COMMIT, APP_SEQ, ROW_PRESERVING, TableLog, parse_state
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
@@ -272,3 +276,44 @@ class FeedTables:
     def held_partitions(self) -> set[str]:
         """The partitions held has files in."""
         return partitions(self.held)
+
+    # -- reads of a tier's rows (`Feed.read`, `Feed.changes`; deltalake, no Spark) ----------
+
+    def read(self, tier: str, *, version: int | None = None, as_of_us: int | None = None,
+             columns: list[str] | None = None) -> pa.Table:
+        """Tier ``tier``'s rows at table ``version``, or at the newest retained version whose
+        W_T is at or before ``as_of_us``, or now."""
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            raise WaterlineError(f"feed {self.feed}: read version={version!r}: expected a table version (int >= 0)")
+        if as_of_us is not None:
+            version = self.version_at(tier, as_of_us)
+        log = self.log(self.tier_path(tier), version=version)
+        if not log.exists:
+            raise WaterlineError(f"feed {self.feed}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
+        return log.to_arrow(columns)
+
+    def version_at(self, tier: str, instant_us: int) -> int:
+        """The newest retained version of the tier whose W_T is at or before ``instant_us``."""
+        states = self.tier(tier).waterline_states()
+        at = [version for version, state in states if state.get("w") is not None and state["w"] <= instant_us]
+        if not at:
+            raise WaterlineError(
+                f"feed {self.feed}: tier {tier} has no retained version with W_T at or before "
+                f"{format_instant(instant_us)} (released later, or its log was cleaned up)")
+        return max(at)
+
+    def changes(self, tier: str, since: int | None = None) -> pa.Table:
+        """The tier's change data feed from table version ``since`` (None: its first version)."""
+        log = self.tier(tier)
+        if not log.exists:
+            raise WaterlineError(f"feed {self.feed}: tier {tier} has no table yet: {first_run_hint(self.spec)}")
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
+            raise WaterlineError(f"feed {self.feed}: changes since={since!r}: expected a table version (int >= 0)")
+        start = 0 if since is None else since
+        if start > log.version:  # nothing since: an empty table with the feed's columns
+            return log.changes(log.version, log.version).slice(0, 0)
+        try:
+            return log.changes(start, log.version)
+        except Exception as exc:  # deltalake: CDF not enabled, or versions cleaned up
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise WaterlineError(f"feed {self.feed}: tier {tier}: no change data since version {start}: {first}") from None
