@@ -3,6 +3,8 @@ writer working from a stale state has its commit skipped, notices, and recompute
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from tests.engine.feedkit import PAYLOAD, far_future_clock, make_spec, read_tier, write_partition
@@ -14,24 +16,23 @@ TIERS = {t: POLICIES[t] for t in ("d10", "win")}
 
 
 def _stale_once(monkeypatch, module, name: str, stale):
-    """Make the state reader ``name`` of the `TableLog` that ``module`` opens return
-    ``stale`` on its first call only (a writer that read the state just before another
+    """Make the feed's state reader ``name`` (`engine.tables.feed_tables`), as ``module`` calls
+    it, return ``stale`` on its first call only (a writer that read the state just before another
     writer's commit). Only ``module``'s reads are affected."""
+    from waterline.engine.tables import feed_tables
+
     calls = []
+    real = getattr(feed_tables, name)
 
-    class StaleLog(module.TableLog):
-        pass
-
-    real = getattr(StaleLog, name)
-
-    def reader(self, *args):
+    def reader(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
             return stale
-        return real(self, *args)
+        return real(*args, **kwargs)
 
-    setattr(StaleLog, name, reader)
-    monkeypatch.setattr(module, "TableLog", StaleLog)
+    seen = SimpleNamespace(**{k: getattr(feed_tables, k) for k in dir(feed_tables) if not k.startswith("__")})
+    setattr(seen, name, reader)
+    monkeypatch.setattr(module, "feed_tables", seen)
     return calls
 
 
@@ -44,7 +45,7 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     from waterline.engine.delta.table_log import APP_SEQ, TableLog
     from waterline.engine.tables import feed_tables
     from waterline.engine.ingest import ingest as ingest_module
-    from waterline.engine.release import prestage as staging_module
+    from waterline.engine.release import planning as planning_module
     from waterline.engine.spark.commits import commit_state
     from waterline.engine.ingest.ingest import ingest
     from waterline.engine.release.release import release
@@ -85,7 +86,7 @@ def test_replayed_commits_are_skipped_and_stale_writers_recompute(spark, tmp_pat
     # it replans from the new state, and W_T stays where it was.
     old = feed_tables.tier_state(TableLog.open(spec.tier_path("d10")))
     old = old.evolve(w=BASE_US, n=old.n - 1)
-    calls = _stale_once(monkeypatch, staging_module, "tier_state", old)
+    calls = _stale_once(monkeypatch, planning_module, "tier_state", old)
     out = release(spark, spec, as_of_us=BASE_US + 10 * MINUTE, clock=clock)
     assert len(calls) > len(TIERS), "the skipped commit must make the release replan"
     w = BASE_US + 20 * MINUTE

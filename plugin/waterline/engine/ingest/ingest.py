@@ -185,7 +185,8 @@ def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lea
 def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> _Output:
     """The partition's output, checked against the spec and the held table, and its tiers' plans."""
     tables = FeedTables.open(spec)
-    held_log, state = tables.held, tables.held_state()
+    held_log = tables.held
+    state = feed_tables.held_state(held_log, spec.feed)
     now = clock.now_us()
     raw, unparsed = read_output_and_unparsed(spark, spec, partition)
     check_columns(spec, raw)
