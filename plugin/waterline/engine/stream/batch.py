@@ -85,8 +85,8 @@ def ingest_batch(spark: SparkSession, spec: FeedSpec, source: str, records: Data
             log.info("feed %s: stream %s batch %s is in held already (a replay): skipped", spec.feed, source, batch_id)
             return StreamBatchResult(feed=spec.feed, source=source, batch_id=batch_id, skipped=True, seq=None)
         return _batch_locked(BatchContext(spark=spark, spec=spec, source=source, batch_id=batch_id, held_log=held_log,
-                                          state=feed_tables.held_state(held_log, spec.feed), now_us=clock.now_us(), lease=lease,
-                                          bound=bound), records)
+                                          state=feed_tables.held_state(held_log, spec.feed), now_us=clock.now_us(),
+                                          lease=lease, bound=bound), records)
 
     return under_lease(spec, locked, what=f"stream {source} batch {batch_id}",
                        where=f"source {source}: batch {batch_id}")
