@@ -15,7 +15,7 @@ spec's ``spark:`` key (``WATERLINE_SPARK_MASTER``/``_REMOTE`` override it) or
 from the ``spark`` argument.
 
 Over 400 lines, for a reason: `Feed` is the whole public API in one class (DESIGN's public
-names): 28 public methods and properties, a third of the file their docstrings, each a door of a few
+names): 29 public methods and properties, near a third of the file their docstrings, each a door of a few
 lines to the engine (`engine.operations`) or to the feed's tables (`engine.tables.feed_tables`),
 where the work is. Splitting the class would split the one API the adapters share.
 """
