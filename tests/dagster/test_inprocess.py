@@ -113,6 +113,7 @@ def test_release_job_materializes_tiers_and_checks_pass(env):
     assert result.success
     rt, emb = _materializations(result, RT)[0], _materializations(result, EMB)[0]
     from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.tables import feed_tables
 
     w = feed_tables.tier_state(TableLog.open(feed.tier_path("emb"))).w
     assert emb.tags["dagster/data_version"] == str(w)
