@@ -32,9 +32,9 @@ from bench.probes import Phases, loadavg  # noqa: E402
 
 #: Functions timed (`probes.Phases` targets); each label (module.function) is a row of the report.
 PHASES = {
-    "waterline.engine.stream.stream": ["ingest_batch", "release"],
-    "waterline.engine.stream.batch": ["_create_held", "_quarantine", "_commit"],
-    "waterline.engine.stream.batch_write": ["checked", "write_large", "write"],
+    "waterline.engine.stream_run": ["ingest_batch", "release"],
+    "waterline.engine.ingest.stream.batch": ["_create_held", "_quarantine", "_commit"],
+    "waterline.engine.ingest.stream.batch_write": ["checked", "write_large", "write"],
     "waterline.engine.release.release": ["stage", "commit_staged"],
     "waterline.engine.release.prestage": ["tier_outlook", "_stage_tier", "_stage_small", "stage_tier"],
     "waterline.engine.release.step_files": ["stage_tier"],
@@ -43,16 +43,16 @@ PHASES = {
 #: With ``--detail``: where inside those phases (Spark runs lazily, so its work shows under
 #: the call that triggers it: a write, a collect, a footer read).
 DETAIL = {
-    "waterline.engine.stream.batch": ["batch_output", "_prepare", "compile_tiers", "table_schema",
+    "waterline.engine.ingest.stream.batch": ["batch_output", "_prepare", "compile_tiers", "table_schema",
                                              "collect_rows", "small_batch"],
-    "waterline.engine.stream.small_batch": ["current_versions", "batch_counts", "last_records", "batch_versions"],
+    "waterline.engine.ingest.stream.small_batch": ["current_versions", "batch_counts", "last_records", "batch_versions"],
     "waterline.engine.ingest.held_append": ["write_parquet", "write_partitioned_arrow", "written_files"],
     "waterline.engine.ingest.versions": ["observed_counts"],
     "waterline.engine.release.prestage": ["_read", "read_local", "step_outlook", "plan_step", "_stage_inserts",
                                        "_write_files", "write_parquet", "change_actions"],
     "waterline.engine.release.step_files": ["desired_rows", "read_files", "tier_changes", "write_partitioned",
                                           "inserts_staged", "change_actions"],
-    "waterline.engine.stream.stream": ["_release_after", "batch_bound"],
+    "waterline.engine.stream_run": ["_release_after", "batch_bound"],
     "waterline.engine.delta.table_log:TableLog": ["held_state", "held_files", "tier_state"],
 }
 

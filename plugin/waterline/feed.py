@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the engine's Spark-running types, for annotations only: imp
 
     from waterline.engine.core.results import StreamBatchResult
     from waterline.engine.release.prearmed import ReleaseRun
-    from waterline.engine.stream.stream import StreamRun
+    from waterline.engine.stream_run import StreamRun
 
 Instant = int | str | datetime
 """An instant: µs since the epoch (UTC), an ISO-8601 text (``2026-01-05T13:30:00Z``, ``now - 5m``) or a datetime."""

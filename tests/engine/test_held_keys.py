@@ -1,4 +1,4 @@
-"""`waterline.engine.stream.held_keys`: the lookup a stream keeps of held's files, against a
+"""`waterline.engine.ingest.stream.held_keys`: the lookup a stream keeps of held's files, against a
 read of every file, on real Delta tables written by deltalake (no JVM): appends, a
 compaction that removes files, a table made again at the same path, and the row limit."""
 
@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from waterline.engine.core import columns as C
-from waterline.engine.stream import held_keys
+from waterline.engine.ingest.stream import held_keys
 from waterline.engine.delta.arrow_files import DataFile, read_matching
 from waterline.engine.delta.table_log import TableLog
 

@@ -21,7 +21,7 @@ def test_a_limit_set_for_a_block_wins_over_the_environment_and_ends_with_it():
 
 def test_a_batch_sink_carries_its_makers_limit_through_pickling(tmp_path):
     from tests.engine.feedkit import make_spec
-    from waterline.engine.stream.stream import BatchSink
+    from waterline.engine.stream_run import BatchSink
 
     with local_reads("0"):
         sink = BatchSink(make_spec(tmp_path, {"realtime": "TRUE"}), "ticks", SystemClock())

@@ -1,4 +1,4 @@
-"""`waterline.engine.stream.offsets`: a micro-batch's record bound from Spark's checkpoint
+"""`waterline.engine.ingest.stream.offsets`: a micro-batch's record bound from Spark's checkpoint
 files, written here as Spark 4.2 writes them (tests/streams/test_stream_ingest.py reads a
 real query's checkpoint)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from waterline.engine.stream.offsets import batch_bound, records_between
+from waterline.engine.ingest.stream.offsets import batch_bound, records_between
 
 META = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1796157812083, "conf": {"spark.sql.shuffle.partitions": "4"}})
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from waterline.engine.stream.source import CONSUMER_DEFAULTS, reader_options
+from waterline.engine.ingest.stream.source import CONSUMER_DEFAULTS, reader_options
 from waterline.spec import spec_from_dict
 
 

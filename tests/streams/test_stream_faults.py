@@ -17,7 +17,7 @@ from tests.streams.kafkakit import Quote, new_topic, produce, quote_value, quote
 from waterline import load
 from waterline.engine.delta import storage
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.stream.batch import applied_batch, batches_in_log
+from waterline.engine.ingest.stream.batch import applied_batch, batches_in_log
 from waterline.errors import OutcomeUnknown
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e]

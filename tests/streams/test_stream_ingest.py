@@ -10,8 +10,8 @@ from tests.engine.feedkit import local_reads
 from tests.streams.kafkakit import iso, new_topic, produce, stream_spec
 from waterline import load
 from waterline import semantics as S
-from waterline.engine.stream.offsets import batch_bound
-from waterline.engine.stream.stream import checkpoint_path
+from waterline.engine.ingest.stream.offsets import batch_bound
+from waterline.engine.stream_run import checkpoint_path
 from waterline.errors import WaterlineError
 
 DAY1 = 1_767_571_200_000_000  # 2026-01-05T00:00:00Z
@@ -86,8 +86,8 @@ def _drain_collapses_and_releases(kafka, spark, tmp_path):
 
 
 def test_a_replayed_batch_is_skipped_by_the_held_tables_transaction(kafka, spark, tmp_path):
-    from waterline.engine.stream.batch import applied_batch, ingest_batch
-    from waterline.engine.stream.source import read_once
+    from waterline.engine.ingest.stream.batch import applied_batch, ingest_batch
+    from waterline.engine.ingest.stream.source import read_once
 
     topic = new_topic(kafka.bootstrap)
     produce(kafka.bootstrap, topic, [(0, "a", {"px": 1.0, "ts": iso(DAY1)}), (0, "b", {"px": 2.0, "ts": iso(DAY1)})])
@@ -102,7 +102,7 @@ def test_a_replayed_batch_is_skipped_by_the_held_tables_transaction(kafka, spark
 
 
 def test_a_warm_up_runs_copies_of_the_topics_records_through_a_batch_and_writes_nothing(kafka, spark, tmp_path):
-    from waterline.engine.stream.stream import warm_up
+    from waterline.engine.stream_run import warm_up
 
     topic = new_topic(kafka.bootstrap)
     feed = load(stream_spec(tmp_path, kafka.bootstrap, topic), spark=spark)
@@ -169,8 +169,8 @@ def test_a_batch_releases_the_tiers_it_made_due_at_once_before_the_others(kafka,
     from waterline.clock import SystemClock
     from waterline.engine.delta.table_log import TableLog
     from waterline.engine.tables import feed_tables
-    from waterline.engine.stream.stream import BatchSink
-    from waterline.engine.stream.source import read_once
+    from waterline.engine.stream_run import BatchSink
+    from waterline.engine.ingest.stream.source import read_once
 
     topic = new_topic(kafka.bootstrap)
     now = int(time.time() * 1e6)

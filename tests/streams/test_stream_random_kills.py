@@ -30,7 +30,7 @@ from tests.streams.kafkakit import Quote, new_topic, produce, quote_value, quote
 from waterline import load
 from waterline.engine.core import faults
 from waterline.engine.delta import storage
-from waterline.engine.stream.batch import applied_batch
+from waterline.engine.ingest.stream.batch import applied_batch
 
 pytestmark = pytest.mark.heavy(13)
 CLI = str(Path(sys.executable).with_name("waterline"))

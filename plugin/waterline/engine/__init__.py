@@ -1,9 +1,16 @@
-"""The engine, in three rooms by what they need to run.
+"""The engine, in rooms by what it does (docs/architecture.md walks through each).
 
-* `core`: pure (columns, typed states, results, due moments, statistics arithmetic);
-* `log`: Delta logs and the lease, without a JVM (``deltalake``, boto3);
-* `spark`: everything that needs a Spark session.
+* `operations`: the entry points `waterline.Feed` calls (ingest, stream, release, gc, ...);
+* `ingest`: versions into held, from a partition's output or a stream's micro-batch
+  (`ingest.stream`);
+* `release`: plan -> write -> commit of due versions into the tiers;
+* `upkeep`: gc, maintain, leftovers;
+* `proof`: audit, commit records, kept proofs;
+* `tables`: one feed's tables (`FeedTables`), the lease, status, the applied spec;
+* `spark`: the toolbox (session, functions, local frames, errors);
+* `delta`: generic Delta (typed actions, the commit writer, objects, Parquet footers);
+* `core`: pure values.
 
-Dependencies point down: ``spark`` -> ``log`` -> ``core``; neither ``core`` nor
-``log`` imports pyspark (an import-linter contract in ``pyproject.toml``).
+Dependencies point down that list (import-linter's ``engine-rooms`` contract in
+``pyproject.toml``); modules that need no JVM never import pyspark (``no-jvm-modules``).
 """

@@ -11,8 +11,8 @@ from waterline.engine.release.prearmed import ReleaseRun, release_run, release_w
 from waterline.engine.release.release import release
 from waterline.engine.tables.schedule import compile_tiers
 from waterline.engine.ingest.source import read_output
-from waterline.engine.stream.stream import StreamRun
-from waterline.engine.stream.stream import run as stream
+from waterline.engine.stream_run import StreamRun
+from waterline.engine.stream_run import run as stream
 
 __all__ = [
     "ReleaseRun", "audit_tier", "compile_tiers", "gc", "hold", "ingest", "maintain", "prove_tier", "quiet_session",

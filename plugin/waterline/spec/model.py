@@ -47,7 +47,7 @@ class KafkaSpec:
     ``value_schema`` is a Spark DDL schema of the decoded value (``value_format`` json or
     csv) or an Avro schema as JSON text (avro, framed as ``value_wire`` says); with no
     format the transform sees the value's bytes. Credentials are never here:
-    `waterline.engine.stream.source` reads them from the environment.
+    `waterline.engine.ingest.stream.source` reads them from the environment.
     """
 
     bootstrap: str

@@ -145,7 +145,7 @@ def _options(check: SpecChecker, value: Any, path: str) -> dict[str, str]:
 
 
 #: Kafka client settings that carry secrets: the spec is committed to git, so these come
-#: from the environment (`waterline.engine.stream.source.credential_options`).
+#: from the environment (`waterline.engine.ingest.stream.source.credential_options`).
 _SECRET_WORDS = ("password", "jaas", "secret", "credential")
 
 

@@ -1,6 +1,6 @@
 """The held versions a small stream batch appends, from its collected rows: no Spark job.
 
-The rule is `waterline.semantics.stream_batch` as `waterline.engine.stream.batch`
+The rule is `waterline.semantics.stream_batch` as `waterline.engine.ingest.stream.batch`
 plans it in Spark: each key's last record (collapsed before, with its row hash and
 schedule) against the key's current version in held, wherever it is (the newest seq; of
 a move's two versions of one seq, the row rather than the removal):

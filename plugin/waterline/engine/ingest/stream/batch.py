@@ -38,15 +38,15 @@ from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables import feed_tables
 from waterline.engine.tables.lease import Lease
 from waterline.engine.ingest import held_append, row_errors
-from waterline.engine.stream import batch_write as W
-from waterline.engine.stream.batch_context import BatchContext
+from waterline.engine.ingest.stream import batch_write as W
+from waterline.engine.ingest.stream.batch_context import BatchContext
 from waterline.engine.ingest import versions as V
 from waterline.engine.ingest.ingest import under_lease
 from waterline.engine.spark.local_frames import batch_fits, spark_frame
 from waterline.engine.ingest.profile import row_hash
 from waterline.engine.tables.schedule import check_tiers_scheduled, compile_tiers, schedule_columns
-from waterline.engine.stream.small_batch import collect_rows, small_batch
-from waterline.engine.stream.source import UNPARSED_REASON, UNPARSED_ROW, BatchFrames, batch_output
+from waterline.engine.ingest.stream.small_batch import collect_rows, small_batch
+from waterline.engine.ingest.stream.source import UNPARSED_REASON, UNPARSED_ROW, BatchFrames, batch_output
 from waterline.engine.tables.spark_tables import (
     create_own_table, ensure_tier_tables, held_stats_columns, payload_schema, table_schema,
 )

@@ -1,7 +1,7 @@
 """A small stream micro-batch: one Spark job, the rest on the driver.
 
 A micro-batch of at most `local_frames.batch_rows()` records (bounded before any job by
-the checkpoint's offsets, `waterline.engine.stream.offsets`, else counted) is
+the checkpoint's offsets, `waterline.engine.ingest.stream.offsets`, else counted) is
 collected once: its rows through the transform, each with its partition, quarantine
 reason, event time, row hash and schedule, and in the same job its records whose value
 did not decode (the quarantine's, which the Spark path counts in a job of its own).
@@ -27,11 +27,11 @@ from pyspark.sql.types import StructType
 
 from waterline.engine.core import columns as C
 from waterline.engine.ingest.collected_versions import batch_counts, batch_versions, last_records, stamped
-from waterline.engine.stream.batch_context import BatchContext
-from waterline.engine.stream.held_keys import current_rows
+from waterline.engine.ingest.stream.batch_context import BatchContext
+from waterline.engine.ingest.stream.held_keys import current_rows
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.spark.local_frames import arrow_schema, batch_rows, collect_arrow
-from waterline.engine.stream.source import UNPARSED_REASON, UNPARSED_ROW
+from waterline.engine.ingest.stream.source import UNPARSED_REASON, UNPARSED_ROW
 from waterline.engine.tables.spark_tables import table_schema
 from waterline.engine.ingest.validate import REASON
 from waterline.errors import SpecError

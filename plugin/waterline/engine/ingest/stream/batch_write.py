@@ -23,9 +23,9 @@ from waterline.engine.ingest import held_append
 from waterline.engine.spark import observed
 from waterline.engine.ingest import versions as V
 from waterline.engine.spark.local_frames import arrow_schema, spark_schema
-from waterline.engine.stream.batch_context import BatchContext
+from waterline.engine.ingest.stream.batch_context import BatchContext
 from waterline.engine.tables.schedule import removal_schedule
-from waterline.engine.stream.small_batch import bad_partition
+from waterline.engine.ingest.stream.small_batch import bad_partition
 from waterline.engine.tables.spark_tables import read_delta, table_schema
 from waterline.engine.ingest.validate import REASON
 from waterline.errors import WaterlineError

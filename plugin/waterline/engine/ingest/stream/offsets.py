@@ -5,7 +5,7 @@ batch; the batch reads from batch N-1's end offsets (for the first batch: the in
 offsets the Kafka source wrote to ``sources/0/0``) to its own. The differences, summed
 over the topics' partitions, bound the batch's records from above (a transaction marker
 or a compacted record takes an offset and is no record). Known before any Spark job, the
-bound lets a small batch be collected by its one job (`waterline.engine.stream.batch`).
+bound lets a small batch be collected by its one job (`waterline.engine.ingest.stream.batch`).
 
 Both files are Spark's ("v1", a line of batch metadata, then a line per source). The
 bound is a hint: whatever cannot be read (another layout, a replayed checkpoint that

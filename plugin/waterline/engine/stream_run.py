@@ -35,13 +35,13 @@ from waterline.engine.delta.objects import read_object
 from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.engine.tables.status import read_feed_status
 from waterline.engine.tables.stopping import stop_grace
-from waterline.engine.stream.offsets import batch_bound
+from waterline.engine.ingest.stream.offsets import batch_bound
 from waterline.engine.spark.local_frames import limited_to, local_rows
 from waterline.engine.release.release import release
 from waterline.engine.spark.errors import first_line, spark_message
-from waterline.engine.stream.batch import batches_in_log, ingest_batch
-from waterline.engine.stream.batch import warm_up as warm_up_batch
-from waterline.engine.stream.source import read_once, read_stream
+from waterline.engine.ingest.stream.batch import batches_in_log, ingest_batch
+from waterline.engine.ingest.stream.batch import warm_up as warm_up_batch
+from waterline.engine.ingest.stream.source import read_once, read_stream
 from waterline.errors import WaterlineError
 from waterline.spec import FeedSpec
 
