@@ -149,7 +149,7 @@ def table_sizes(path: str) -> dict[str, int]:
             log_bytes += sum(os.path.getsize(os.path.join(folder, n)) for n in names)
         else:
             disk += len(names)
-    return {"snapshot_files": len(TableLog.open(path).file_actions()), "disk_files": disk,
+    return {"snapshot_files": len(TableLog.open(path).add_files()), "disk_files": disk,
             "log_files": log_files, "log_bytes": log_bytes}
 
 

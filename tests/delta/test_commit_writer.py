@@ -99,7 +99,7 @@ def test_a_compaction_taken_first_is_committed_after_unless_it_removed_our_files
     write_deltalake(table, pa.table({"p": ["a"], "id": [5], "v": ["q"]}), mode="append")
     log = TableLog.open(table)
     base = log.snapshot()
-    in_a = [a for a in log.file_actions() if a["partitionValues"]["p"] == "a"]
+    in_a = [a for a in log.add_files() if a.partition_values["p"] == "a"]
     assert len(in_a) == 2
     DeltaTable(table).optimize.compact()  # rows kept, files of partition a rewritten
     committed = parse_commit(Path(commit_path(table, base.version + 1)).read_bytes())
@@ -107,7 +107,7 @@ def test_a_compaction_taken_first_is_committed_after_unless_it_removed_our_files
     adding = _staged(table, "s1", pa.table({"p": ["c"], "id": [6], "v": ["n"]}), "c")
     version = write_commit(base, tier_commit(adding, _state(1), app=APP_COMMIT))
     assert version == base.version + 2  # its files untouched by the compaction: after it
-    removing = FileActions(removes=(RemoveFile(in_a[0]["path"], in_a[0]["partitionValues"], in_a[0]["size"]),))
+    removing = FileActions(removes=(RemoveFile(in_a[0].path, in_a[0].partition_values, in_a[0].size),))
     before = TableLog.open(table).version
     with pytest.raises(CommitConflict, match="which this commit rewrites"):
         write_commit(base, tier_commit(removing, _state(2), app=APP_COMMIT))

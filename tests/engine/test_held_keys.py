@@ -46,7 +46,7 @@ def _newest(rows: pa.Table) -> dict:
 
 def _every_file(path, keys: pa.Table) -> pa.Table:
     log = TableLog.open(str(path))
-    files = [DataFile(a["path"], a["partitionValues"]) for a in log.file_actions()]
+    files = [DataFile(a.path, a.partition_values) for a in log.add_files()]
     return read_matching(str(path), files, SCHEMA, keys)
 
 
@@ -71,7 +71,7 @@ def test_the_kept_lookup_finds_what_reading_every_file_finds(tmp_path, monkeypat
         log = TableLog.open(str(path))
         got = held_keys.current_rows(log, SCHEMA, keys, limit=1_000)
         assert _newest(got) == _newest(_every_file(path, keys)), f"seed {seed}, seq {seq}"
-        now = {a["path"] for a in log.file_actions()}
+        now = {a.path for a in log.add_files()}
         if before <= now:
             assert {f.path for f in read} == now - before, "after appends only their files are read"
         else:

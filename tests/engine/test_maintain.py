@@ -100,7 +100,7 @@ def test_maintain_compacts_without_change_rows_and_sets_the_retention(grown):
     feed, model = grown
     before = {t: feed.read(t).sort_by("id").to_pylist() for t in feed.tiers}
     log = TableLog.open(feed.tier_path("d10"))
-    assert len(log.file_actions()) == 5
+    assert len(log.add_files()) == 5
     result = feed.maintain()
     d10 = result.tables["d10"]
     assert (d10.files_before, d10.files_after, d10.files_compacted) == (5, 1, 5)

@@ -280,16 +280,6 @@ class TableLog:
         without a table."""
         return {} if self._table is None else self.add_actions().to_pydict()
 
-    def file_actions(self) -> list[dict[str, Any]]:
-        """The snapshot's data files as Delta add actions name them: ``path`` (as the log
-        has it), ``partitionValues`` and ``size``."""
-        if self._table is None:
-            return []
-        table = pa.table(self._table.get_add_actions(flatten=False))
-        paths, sizes = table.column("path").to_pylist(), table.column("size_bytes").to_pylist()
-        parts = table.column("partition").to_pylist() if "partition" in table.column_names else [{}] * len(paths)
-        return [{"path": p, "partitionValues": dict(v or {}), "size": int(n)} for p, v, n in zip(paths, parts, sizes)]
-
     def add_files(self) -> list[AddFile]:
         """The snapshot's data files as typed ``add`` actions, as deltalake keeps them: the path
         as the log has it, partition values as text, and of the statistics the count only."""

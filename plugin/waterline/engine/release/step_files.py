@@ -47,8 +47,8 @@ def stage_tier(ctx: StepContext, staged: StagedTier, held: pa.Table, tier_schema
         rows = desired.filter(present).select(tier_schema.names).cast(tier_schema)
         write_partitioned(rows, f"{folder}/data", partition_by=C.PARTITION)
         return inserts_staged(spec, staged, token, candidates=desired.num_rows, present=rows.num_rows)
-    files = [DataFile(a["path"], a["partitionValues"]) for a in tier_log.file_actions()
-             if a["partitionValues"].get(C.PARTITION) in in_tier]
+    files = [DataFile(a.path, a.partition_values) for a in tier_log.add_files()
+             if a.partition_values.get(C.PARTITION) in in_tier]
     old = read_files(spec.tier_path(staged.tier), files, tier_schema, file_column=FILE_COLUMN)
     changes = tier_changes(desired, old, keys, tier_schema, file_column=FILE_COLUMN)
     staged, by_action = counted_changes(staged, changes.counts)
@@ -122,13 +122,13 @@ def removes(tier_log: TableLog, touched: Sequence[str]) -> list[RemoveFile]:
     paths, partition values and sizes the table's log has for them."""
     if not touched:
         return []
-    by_path = {unquote(unquote(a["path"])): a for a in tier_log.file_actions()}
+    by_path = {unquote(unquote(a.path)): a for a in tier_log.add_files()}
     out = []
     for uri in touched:
         match = by_path.get(relative(unquote(unquote(uri)), tier_log.path))
         if match is None:
             raise RuntimeError(f"{tier_log.path}: file {uri} read by Spark is not in version {tier_log.version}")
-        out.append(RemoveFile(path=match["path"], partition_values=match["partitionValues"], size=match["size"]))
+        out.append(RemoveFile(path=match.path, partition_values=match.partition_values, size=match.size))
     return out
 
 

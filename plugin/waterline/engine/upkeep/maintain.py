@@ -86,7 +86,7 @@ def maintain(spark: SparkSession, spec: FeedSpec, *, tiers: list[str] | None = N
 def _maintain_table(spark: SparkSession, name: str, tables: FeedTables, path: str, *, retention_us: int,
                     now_s: float, lease: Lease) -> TableMaintenance:
     before = tables.log(path)
-    files_before = len(before.file_actions())
+    files_before = len(before.add_files())
     _retention_properties(spark, path, before, retention_us, lease)
     compacted = _compact(spark, path, before, lease)
     after = tables.refresh(path).log(path)  # after the property and compaction commits
@@ -100,7 +100,7 @@ def _maintain_table(spark: SparkSession, name: str, tables: FeedTables, path: st
     staged = sum(delete_tree(table_stage_folder(path, token))
                  for token in orphan_tokens(path, now_s=now_s, older_than_s=GC_AFTER_S))
     prune_empty_folders(path, older_than_s=retention_s, now_s=now_s)
-    return TableMaintenance(table=name, files_before=files_before, files_after=len(after.file_actions()),
+    return TableMaintenance(table=name, files_before=files_before, files_after=len(after.add_files()),
                             files_compacted=compacted, files_vacuumed=vacuumed, staged_files_removed=staged,
                             log_files_removed=log_removed, checkpoint_version=checkpoint)
 
@@ -120,8 +120,8 @@ def _retention_properties(spark: SparkSession, path: str, log: TableLog, retenti
 def _compact(spark: SparkSession, path: str, log: TableLog, lease: Lease) -> int:
     """OPTIMIZE the partitions holding more than one file; the number of files it rewrote."""
     counts: dict[str, int] = {}
-    for action in log.file_actions():
-        part = action["partitionValues"].get(C.PARTITION)
+    for action in log.add_files():
+        part = action.partition_values.get(C.PARTITION)
         counts[part] = counts.get(part, 0) + 1
     crowded = sorted(p for p, n in counts.items() if n > 1 and p is not None)
     if not crowded:

@@ -51,7 +51,7 @@ _lock = threading.Lock()
 def current_rows(held_log: TableLog, schema: pa.Schema, keys: pa.Table, *, limit: int) -> pa.Table:
     """Held's rows (``schema``'s columns: the key, seq, removed, hash, partition) of the keys in
     ``keys`` at ``held_log``'s snapshot: every version kept of each key, newest included."""
-    files = {a["path"]: DataFile(a["path"], a["partitionValues"]) for a in held_log.file_actions()}
+    files = {a.path: DataFile(a.path, a.partition_values) for a in held_log.add_files()}
     table_id = held_log.metadata().id
     names = keys.column_names
     with _lock:
