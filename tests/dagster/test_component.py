@@ -169,3 +169,79 @@ def test_a_component_subclass_brings_its_own_translator(project):
     summary = _summary(dg.load_from_defs_folder(path_within_project=project))
     assert {a["group"] for a in summary["assets"].values()} == {"market_data"}
     assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+
+
+FEED_DEFS = """\
+type: waterline.dagster.ReleaseFeed
+attributes:
+  specs: [ticks.yaml]
+  translation:
+    key_prefix: market
+    group_name: "{{ feed }}_tiers"
+    tags: {team: "data", table: "{{ table }}"}
+  resource: {spark_remote: "sc://spark-connect:15002", transient_retries: 5}
+  sensor: {minimum_interval_seconds: 7, default_status: running}
+"""
+
+
+def test_spec_files_translation_resource_and_sensor_from_yaml(project, monkeypatch):
+    """`specs` names a spec file beside defs.yaml; `translation` prefixes every key (a tier's
+    dependency and checks follow the held asset's new key), `resource` and `sensor` configure
+    the run's resource and the release sensor. Job and sensor names keep the feed's name."""
+    import dagster as dg
+
+    monkeypatch.delenv("WATERLINE_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("WATERLINE_SPARK_REMOTE", raising=False)
+    folder = project / "src" / "wl_dg_proj" / "defs" / "market"
+    folder.mkdir()
+    (folder / "ticks.yaml").write_text(TICKS.read_text())
+    (folder / "defs.yaml").write_text(FEED_DEFS)
+    defs = dg.load_from_defs_folder(path_within_project=project)
+    summary = _summary(defs)
+    tiers = yaml.safe_load(TICKS.read_text())["tiers"]
+    assert sorted(summary["assets"]) == sorted(
+        ["market/ticks/held", "market/ticks/audit_report"] + [f"market/ticks/{t}" for t in tiers])
+    assert {a["group"] for a in summary["assets"].values()} == {"ticks_tiers"}
+    assert summary["assets"]["market/ticks/delayed_15m"]["deps"] == ["market/ticks/held"]
+    assert "market/ticks/delayed_15m:embargo_safety" in summary["checks"]
+    assert "market/ticks/held:quarantine_empty" in summary["checks"]
+    assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert summary["sensors"] == [("ticks_release_sensor", 7)]
+
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    spec = graph.get(dg.AssetKey(["market", "ticks", "delayed_15m"]))
+    assert spec.tags["team"] == "data" and spec.tags["table"] == "delayed_15m"
+    assert spec.tags["waterline/feed"] == "ticks"  # merged with the translator's own tags
+    release = repo.get_job("ticks_release")
+    assert {k.to_user_string() for k in release.asset_layer.selected_asset_keys} == {
+        f"market/ticks/{t}" for t in tiers}
+    assert repo.get_sensor_def("ticks_release_sensor").default_status == dg.DefaultSensorStatus.RUNNING
+    assert all(s.default_status == dg.DefaultScheduleStatus.RUNNING for s in repo.schedule_defs)
+    resource = defs.resources["waterline"]
+    assert (resource.spark_remote, resource.spark_master, resource.transient_retries) == (
+        "sc://spark-connect:15002", None, 5)
+
+
+@pytest.mark.parametrize(("attributes", "expected"), [
+    ({"specs": ["ticks.yaml"], "feed": "ticks"}, "specs: give spec files or the spec's keys, not both"),
+    ({"sensor": {"default_status": "running"}}, "specs: give spec files (`specs:`) or the spec's keys"),
+    ({"specs": ["missing.yaml"]}, "missing.yaml: file not found"),
+])
+def test_spec_files_or_keys_one_line_errors(project, attributes, expected):
+    import dagster as dg
+
+    from waterline.spec import SpecError
+
+    folder = project / "src" / "wl_dg_proj" / "defs" / "either"
+    folder.mkdir()
+    (folder / "ticks.yaml").write_text(TICKS.read_text())
+    document = {"type": "waterline.dagster.ReleaseFeed", "attributes": attributes}
+    (folder / "defs.yaml").write_text(yaml.safe_dump(document))
+    with pytest.raises(Exception) as info:
+        dg.load_from_defs_folder(path_within_project=project)
+    cause = info.value
+    while cause is not None and not isinstance(cause, SpecError):
+        cause = cause.__cause__ or cause.__context__
+    assert cause is not None, info.value
+    assert expected in str(cause) and "\n" not in str(cause), str(cause)

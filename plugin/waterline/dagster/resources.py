@@ -85,7 +85,11 @@ def default_resource(config: SessionConfig | None = None) -> WaterlineResource:
     """One shared instance per Spark config, so definitions of several feeds merge without conflicts.
 
     ``config`` defaults to the environment (WATERLINE_SPARK_MASTER / _REMOTE, else local)."""
-    resource = WaterlineResource.for_config(config or SessionConfig.from_env())
+    return shared_resource(WaterlineResource.for_config(config or SessionConfig.from_env()))
+
+
+def shared_resource(resource: WaterlineResource) -> WaterlineResource:
+    """The one instance configured as ``resource`` (Definitions merge only identical resources)."""
     key = json.dumps(resource.model_dump(), sort_keys=True)
     return _SHARED.setdefault(key, resource)
 
