@@ -1,0 +1,1 @@
+"""The demo feeds (ticks, indicators) as a Dagster project: see defs/*/defs.yaml."""
