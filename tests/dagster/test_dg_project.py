@@ -18,7 +18,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "examples" / "dagster_project"
 BIN = Path(sys.executable).parent
-FEEDS = {name: yaml.safe_load((REPO / "dags" / "feeds" / f"{name}.yaml").read_text()) for name in ("ticks", "indicators")}
+FEEDS = {name: yaml.safe_load((REPO / "dags" / "feeds" / f"{name}.yaml").read_text())
+         for name in ("ticks", "indicators")}
 
 
 def _dg(*args: str) -> subprocess.CompletedProcess:
