@@ -20,53 +20,47 @@ and `WaterlineAuditOperator` and the trigger
 `WaterlineDueTrigger` are thin adapters over it; `partitions_for_run` and
 `partitions_in_interval` are the pure mapping of runs to partitions. See
 docs/airflow.md.
+
+The names below load on first use (PEP 562): Airflow's providers manager imports
+`waterline.airflow.provider` through the ``apache_airflow_provider`` entry point while
+Airflow's own configuration is still loading, so this package must not import Airflow
+when it is imported, only when one of its names is asked for.
 """
-# ruff: noqa: E402
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from waterline.extras import require
 
-# Checked before the imports below, so a missing Airflow reads as one line naming the extra.
+# Checked first, so a missing Airflow reads as one line naming the extra.
 require("waterline.airflow", "airflow")
 
-from waterline.airflow.assets import held_asset, tier_asset, tier_assets
-from waterline.airflow.dags import (
-    audit_dag,
-    audit_dag_id,
-    dags_from_specs,
-    ingest_dag,
-    ingest_dag_id,
-    release_dag,
-    release_dag_id,
-)
-from waterline.airflow.errors import airflow_failures
-from waterline.airflow.hooks import WaterlineHook
-from waterline.airflow.operators import (
-    WaterlineAuditOperator,
-    WaterlineIngestOperator,
-    WaterlineMaintainOperator,
-    WaterlineReleaseOperator,
-)
-from waterline.airflow.partitions import partitions_for_run, partitions_in_interval
-from waterline.airflow.triggers import WaterlineDueTrigger
+_HOMES = {
+    "waterline.airflow.assets": ["held_asset", "tier_asset", "tier_assets"],
+    "waterline.airflow.dags": ["audit_dag", "audit_dag_id", "dags_from_specs", "ingest_dag", "ingest_dag_id",
+                               "release_dag", "release_dag_id"],
+    "waterline.airflow.errors": ["airflow_failures"],
+    "waterline.airflow.hooks": ["WaterlineHook"],
+    "waterline.airflow.operators": ["WaterlineAuditOperator", "WaterlineIngestOperator", "WaterlineMaintainOperator",
+                                    "WaterlineReleaseOperator"],
+    "waterline.airflow.partitions": ["partitions_for_run", "partitions_in_interval"],
+    "waterline.airflow.triggers": ["WaterlineDueTrigger"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = [
-    "WaterlineAuditOperator",
-    "WaterlineDueTrigger",
-    "WaterlineHook",
-    "WaterlineIngestOperator",
-    "WaterlineMaintainOperator",
-    "WaterlineReleaseOperator",
-    "airflow_failures",
-    "audit_dag",
-    "audit_dag_id",
-    "dags_from_specs",
-    "held_asset",
-    "ingest_dag",
-    "ingest_dag_id",
-    "partitions_for_run",
-    "partitions_in_interval",
-    "release_dag",
-    "release_dag_id",
-    "tier_asset",
-    "tier_assets",
-]
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'waterline.airflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME_OF])
+
+
+__all__ = sorted(_HOME_OF)

@@ -151,6 +151,9 @@ def release_dag(
     with _feed_dag(spec, release_dag_id(spec), "@continuous",
                    f"Release every tier of feed {spec.feed} when a release is due (deferrable).",
                    is_paused_upon_creation, default_args) as dag:
+        # deferrable unless asked otherwise, whatever [operators] default_deferrable says: a
+        # continuous DAG whose task did not wait for the due moment would release in a loop.
+        operator_options.setdefault("deferrable", True)
         WaterlineReleaseOperator(task_id="release", spec=spec, waterline_conn_id=waterline_conn_id, **operator_options)
     return dag
 

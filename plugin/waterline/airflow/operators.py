@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
+from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from waterline.airflow.assets import held_asset, tier_asset, tier_assets
@@ -221,11 +222,13 @@ def audit_failure(feed: str, proofs: Mapping[str, TierProof]) -> str | None:
 class WaterlineReleaseOperator(_FeedOperator):
     """Release every tier of a feed not on hold, when a release is due.
 
-    With ``deferrable`` (the default) the task asks `Feed.due` first (Delta logs
-    only, no Spark): due now, it releases; due within ``release_lead_seconds``, it
-    starts Spark and waits on the trusted clock for the moment; otherwise it
-    defers to `WaterlineDueTrigger` and frees its worker slot until then. With
-    ``deferrable=False`` it releases to the clock at once, due or not.
+    With ``deferrable`` the task asks `Feed.due` first (Delta logs only, no Spark):
+    due now, it releases; due within ``release_lead_seconds``, it starts Spark and
+    waits on the trusted clock for the moment; otherwise it defers to
+    `WaterlineDueTrigger` and frees its worker slot until then. With
+    ``deferrable=False`` it releases to the clock at once, due or not. Unset, it
+    follows Airflow's ``[operators] default_deferrable`` (False unless set), as
+    Airflow's own operators do; the release DAG of `dags_from_specs` sets True.
 
     Every tier is an outlet: a successful release emits one asset event per
     tier whose ``extra`` carries W_T (``w_us``, ``w``) and what changed.
@@ -235,14 +238,14 @@ class WaterlineReleaseOperator(_FeedOperator):
         self,
         *,
         spec: FeedSpec,
-        deferrable: bool = True,
+        deferrable: bool | None = None,
         poll_seconds: float | None = None,
         idle_seconds: float | None = 3600.0,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("outlets", tier_assets(spec))
         super().__init__(spec=spec, **kwargs)
-        self.deferrable = deferrable
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_seconds = poll_seconds
         self.idle_seconds = idle_seconds
 
@@ -292,6 +295,12 @@ class WaterlineReleaseOperator(_FeedOperator):
         return run.result.to_dict() | {"lags_seconds": [round(lag / 1e6, 3) for _, lag in run.lags]}
 
 
+def default_deferrable() -> bool:
+    """Airflow's ``[operators] default_deferrable``, read when an operator is made (a DAG file
+    parses), so ``AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE`` of the parsing process counts."""
+    return conf.getboolean("operators", "default_deferrable", fallback=False)
+
+
 def _base_dir(spec: FeedSpec) -> str | None:
     return None if spec.base_dir is None else str(spec.base_dir)
 
@@ -300,5 +309,5 @@ def _instant(us: int | None) -> str:
     return "none" if us is None else format_instant(us)
 
 
-__all__ = ["WaterlineAuditOperator", "WaterlineIngestOperator", "WaterlineMaintainOperator",
+__all__ = ["WaterlineAuditOperator", "default_deferrable", "WaterlineIngestOperator", "WaterlineMaintainOperator",
            "WaterlineReleaseOperator"]
