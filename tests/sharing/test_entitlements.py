@@ -48,13 +48,13 @@ def test_who_could_read_what_across_create_revoke_expiry_and_a_spec_change(tmp_p
 def test_waterline_share_entitlements_from_the_command_line(tmp_path):
     spec_file = tmp_path / "f.yaml"
     spec_file.write_text(yaml.safe_dump({**spec_dict(tmp_path, TIERS), "audiences": {"acme": ["late"]}}))
-    made = _cli("share", "token", "create", "acme", "--spec", str(spec_file), cwd=tmp_path)
+    made = _cli("share", "token", "create", str(spec_file), "acme", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     now = _cli("share", "entitlements", str(spec_file), "--at", "now", "--json", cwd=tmp_path)
     assert now.returncode == 0, now.stderr
     [entitled] = json.loads(now.stdout)["entitlements"]
     assert (entitled["recipient"], entitled["tiers"]) == ("acme", ["late"])
-    assert _cli("share", "token", "revoke", "acme", "--spec", str(spec_file), cwd=tmp_path).returncode == 0
+    assert _cli("share", "token", "revoke", str(spec_file), "acme", cwd=tmp_path).returncode == 0
     after = _cli("share", "entitlements", str(spec_file), "--at", "now", cwd=tmp_path)
     assert after.returncode == 0 and "nobody" in after.stdout
     before = _cli("share", "entitlements", str(spec_file), "--at", "now - 1 day", cwd=tmp_path)

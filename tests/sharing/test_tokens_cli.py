@@ -57,7 +57,7 @@ def _cli(*args, cwd):
 def test_cli_token_create_list_revoke_and_errors(tmp_path):
     spec_file = tmp_path / "f.yaml"
     spec_file.write_text(yaml.safe_dump({**spec_dict(tmp_path, TIERS), "audiences": {"acme": ["late"]}}))
-    made = _cli("share", "token", "create", "acme", "--spec", str(spec_file), "--expires", "30d",
+    made = _cli("share", "token", "create", str(spec_file), "acme", "--expires", "30d",
                 "--endpoint", "https://data.example.com/sharing/", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     profile = json.loads(made.stdout)
@@ -65,13 +65,13 @@ def test_cli_token_create_list_revoke_and_errors(tmp_path):
     assert profile["bearerToken"].startswith("wlds_") and profile["expirationTime"].endswith("Z")
     store = tmp_path / "wh" / "_wl_sharing" / "tokens.json"
     assert profile["bearerToken"] not in store.read_text()
-    listed = _cli("share", "token", "list", "--spec", str(spec_file), cwd=tmp_path)
+    listed = _cli("share", "token", "list", str(spec_file), cwd=tmp_path)
     assert listed.returncode == 0 and "acme  active" in listed.stdout and profile["bearerToken"] not in listed.stdout
-    assert _cli("share", "token", "revoke", "acme", "--spec", str(spec_file), cwd=tmp_path).returncode == 0
-    assert "acme  revoked" in _cli("share", "token", "list", "--spec", str(spec_file), cwd=tmp_path).stdout
-    for args in (("share", "token", "create", "mallory", "--spec", str(spec_file)),
-                 ("share", "token", "revoke", "acme", "--spec", str(spec_file)),
-                 ("share", "token", "create", "acme", "--spec", str(spec_file), "--expires", "soon"),
+    assert _cli("share", "token", "revoke", str(spec_file), "acme", cwd=tmp_path).returncode == 0
+    assert "acme  revoked" in _cli("share", "token", "list", str(spec_file), cwd=tmp_path).stdout
+    for args in (("share", "token", "create", str(spec_file), "mallory"),
+                 ("share", "token", "revoke", str(spec_file), "acme"),
+                 ("share", "token", "create", str(spec_file), "acme", "--expires", "soon"),
                  ("share", "serve", str(spec_file), "--host", "0.0.0.0")):
         out = _cli(*args, cwd=tmp_path)
         assert out.returncode != 0 and out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, (args, out)

@@ -63,7 +63,7 @@ def test_a_month_of_entitlements_and_reads():
 def test_waterline_report_usage_from_the_command_line(tmp_path):
     spec_file = tmp_path / "f.yaml"
     spec_file.write_text(yaml.safe_dump({**spec_dict(tmp_path, TIERS), "audiences": {"acme": ["late"]}}))
-    assert _cli("share", "token", "create", "acme", "--spec", str(spec_file), cwd=tmp_path).returncode == 0
+    assert _cli("share", "token", "create", str(spec_file), "acme", cwd=tmp_path).returncode == 0
     month = datetime.now(UTC).strftime("%Y-%m")
     out = _cli("report", "usage", str(spec_file), "--month", month, "--csv", cwd=tmp_path)
     assert out.returncode == 0, out.stderr

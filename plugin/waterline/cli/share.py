@@ -1,8 +1,14 @@
 """`waterline share serve|token`: deliver tiers to audiences over Delta Sharing.
 
     waterline share serve SPEC... [--host 127.0.0.1] [--port N]
-    waterline share token create|list|revoke RECIPIENT --spec SPEC [--expires 30d]
+    waterline share token create SPEC... RECIPIENT [--expires 30d]   # prints the profile file
+    waterline share token list SPEC... [--recipient R] [--json]
+    waterline share token revoke SPEC... RECIPIENT [--id ID]
     waterline share entitlements SPEC... --at TIME [--json]
+
+SPEC comes first, as in every other verb. The token verbs' ``--spec SPEC`` (before 0.9.0 the
+only way) still works for one release, with a warning; RECIPIENT is then the one positional
+argument (``list``: the optional filter).
 
 The token store is ``<warehouse>/_wl_sharing/tokens.json`` of the (first) spec's
 warehouse (a file for a local one, an object for an S3 one), or ``--store PATH|s3://...``.
@@ -18,6 +24,7 @@ from dataclasses import asdict
 
 import click
 
+from waterline.cli.options import deprecated
 from waterline.clock import duration_us, format_instant, parse_duration, parse_instant
 from waterline.errors import WaterlineError
 from waterline.extras import require
@@ -82,6 +89,27 @@ def token_group() -> None:
     """Recipients' bearer tokens (only their hashes are stored)."""
 
 
+_OLD_SPEC = click.option("--spec", "old_specs", multiple=True, hidden=True,
+                         help="Deprecated: give SPEC... as the first arguments.")
+
+
+def _specs_and_recipient(verb: str, args: tuple[str, ...], old_specs: tuple[str, ...], *,
+                         recipient_required: bool = True) -> tuple[tuple[str, ...], str | None]:
+    """SPEC... then RECIPIENT from the positional ``args`` or, in the deprecated form, the specs
+    from ``--spec`` and RECIPIENT the only positional argument."""
+    if old_specs:
+        new_form = f"`waterline share token {verb} SPEC... {'RECIPIENT' if recipient_required else '[--recipient R]'}`"
+        deprecated("--spec", new_form)
+        if len(args) > 1 or (recipient_required and not args):
+            raise click.UsageError(f"with --spec, give RECIPIENT only (or drop --spec: {new_form})")
+        return old_specs, (args[0] if args else None)
+    if not recipient_required:
+        return args, None
+    if len(args) < 2:
+        raise click.UsageError(f"give SPEC... RECIPIENT (e.g. waterline share token {verb} feeds/ticks.yaml acme)")
+    return args[:-1], args[-1]
+
+
 def _recipient_known(specs, recipient: str) -> None:
     known = sorted({r for spec in specs for r in spec.audiences})
     if recipient not in known:
@@ -90,14 +118,16 @@ def _recipient_known(specs, recipient: str) -> None:
 
 
 @token_group.command("create")
-@click.argument("recipient")
-@click.option("--spec", "spec_paths", multiple=True, required=True, help="The feed spec(s) naming the recipient.")
+@click.argument("args", nargs=-1, metavar="SPEC... RECIPIENT")
+@_OLD_SPEC
 @click.option("--expires", default="30d", show_default=True, help="Lifetime, e.g. 12h, 30d, 90 days; 'never'.")
 @click.option("--endpoint", default="http://127.0.0.1:8080", show_default=True,
               help="The server's URL as subscribers reach it (goes into the profile file).")
 @_STORE
-def token_create(recipient, spec_paths, expires, endpoint, store_path) -> None:
-    """Create a token for RECIPIENT and print its profile file (JSON) on stdout."""
+def token_create(args, old_specs, expires, endpoint, store_path) -> None:
+    """Create a token for RECIPIENT (named in an audience of SPEC...) and print its profile
+    file (JSON) on stdout."""
+    spec_paths, recipient = _specs_and_recipient("create", args, old_specs)
     specs = _specs(spec_paths)
     _recipient_known(specs, recipient)
     now = int(time.time() * 1000)
@@ -118,26 +148,44 @@ def token_create(recipient, spec_paths, expires, endpoint, store_path) -> None:
 
 
 @token_group.command("list")
-@click.argument("recipient", required=False)
-@click.option("--spec", "spec_paths", multiple=True, required=True)
+@click.argument("args", nargs=-1, metavar="SPEC...")
+@click.option("--recipient", "only", help="Only this recipient's tokens.")
+@_OLD_SPEC
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @_STORE
-def token_list(recipient, spec_paths, store_path) -> None:
-    """List tokens (id, recipient, created, expires, revoked), never the tokens themselves."""
+def token_list(args, only, old_specs, as_json, store_path) -> None:
+    """List the tokens of SPEC...'s store (id, recipient, created, expires, revoked), never the
+    tokens themselves."""
+    spec_paths, recipient = _specs_and_recipient("list", args, old_specs, recipient_required=False)
+    if not spec_paths:
+        raise click.UsageError("give SPEC... (e.g. waterline share token list feeds/ticks.yaml)")
+    if recipient is not None and only is not None and recipient != only:
+        raise click.UsageError("give the recipient once (--recipient)")
+    recipient = recipient or only
     now = int(time.time() * 1000)
+    rows = []
     for r in _store(_specs(spec_paths), store_path).records():
         if recipient in (None, r.recipient):
             state = "revoked" if r.revoked_ms else ("active" if r.active(now) else "expired")
-            click.echo(f"{r.id}  {r.recipient}  {state}  created={_iso(r.created_ms)}  "
-                       f"expires={_iso(r.expires_ms) if r.expires_ms else 'never'}")
+            rows.append((r, state))
+    if as_json:
+        click.echo(json.dumps([{"id": r.id, "recipient": r.recipient, "state": state, "created_ms": r.created_ms,
+                                "expires_ms": r.expires_ms, "revoked_ms": r.revoked_ms} for r, state in rows],
+                              indent=2))
+        return
+    for r, state in rows:
+        click.echo(f"{r.id}  {r.recipient}  {state}  created={_iso(r.created_ms)}  "
+                   f"expires={_iso(r.expires_ms) if r.expires_ms else 'never'}")
 
 
 @token_group.command("revoke")
-@click.argument("recipient")
-@click.option("--spec", "spec_paths", multiple=True, required=True)
+@click.argument("args", nargs=-1, metavar="SPEC... RECIPIENT")
+@_OLD_SPEC
 @click.option("--id", "token_id", help="Only this token (default: all of the recipient's live tokens).")
 @_STORE
-def token_revoke(recipient, spec_paths, token_id, store_path) -> None:
+def token_revoke(args, old_specs, token_id, store_path) -> None:
     """Revoke RECIPIENT's tokens; a running server refuses them from its next request."""
+    spec_paths, recipient = _specs_and_recipient("revoke", args, old_specs)
     revoked = _store(_specs(spec_paths), store_path).revoke(recipient, now_ms=int(time.time() * 1000),
                                                             token_id=token_id)
     if not revoked:
