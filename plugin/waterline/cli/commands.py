@@ -13,7 +13,7 @@ import json
 import click
 
 from waterline.cli import render
-from waterline.cli.options import WaterlineGroup, deprecated, json_line, verbose
+from waterline.cli.options import WaterlineGroup, deprecated, json_line, old_name, old_value, verbose
 from waterline.cli.kafka import kafka_group
 from waterline.cli.spark import spark_group
 from waterline.cli.stream import stream
@@ -239,18 +239,18 @@ def maintain(spec: str, tier: str | None, as_json: bool) -> None:
 @click.option("--tier", "tier", help="Only this tier.")
 @click.option("--since", "since", help="Only commits from this instant (ISO 8601, UTC unless it says otherwise).")
 @click.option("--until", "until", help="Only commits up to this instant.")
-@click.option("--from", "from_", hidden=True, help="Deprecated: --since.")
-@click.option("--to", "to", hidden=True, help="Deprecated: --until.")
+@old_name("--from", "--since")
+@old_name("--to", "--until")
 @_JSON
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True),
               help="Also write the proof as one self-contained page (timelines, breaches, entitlement changes).")
-def audit(spec: str, tier: str | None, since: str | None, until: str | None, from_: str | None, to: str | None,
-          as_json: bool, html_file: str | None) -> None:
+def audit(spec: str, tier: str | None, since: str | None, until: str | None, as_json: bool,
+          html_file: str | None) -> None:
     """Prove every release was on time: for each row each commit released, the instant it became
     due (recomputed from the row and the tier's policy) against when the commit happened.
     Exit 3 when a row was released early or some commits could not be proven."""
-    since, since_name = _renamed(from_, "--from", since, "--since")
-    until, until_name = _renamed(to, "--to", until, "--until")
+    since, since_name = _renamed(old_value("--from"), "--from", since, "--since")
+    until, until_name = _renamed(old_value("--to"), "--to", until, "--until")
     feed = _feed(spec)
     tiers = [_tier(feed, tier)] if tier else None
     start = None if since is None else _parsed(parse_instant, since, since_name, now_us=feed.clock.now_us)

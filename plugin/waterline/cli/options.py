@@ -55,6 +55,22 @@ def deprecated(old: str, new: str) -> None:
     click.echo(f"warning: {old} is deprecated and goes in the next release; use {new}", err=True)
 
 
+def old_name(option: str, new: str) -> Any:
+    """A hidden option ``option``, the deprecated name of ``new``: its value is kept aside in the
+    context (`old_value`), not passed to the command, whose signature names only ``new``."""
+
+    def keep(context: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            context.meta[f"waterline.old:{option}"] = value
+
+    return click.option(option, expose_value=False, hidden=True, callback=keep, help=f"Deprecated: {new}.")
+
+
+def old_value(option: str) -> str | None:
+    """The value given under the deprecated name ``option`` (`old_name`), if any."""
+    return click.get_current_context().meta.get(f"waterline.old:{option}")
+
+
 def json_line(data: Any) -> str:
     """A result as the JSON `--json` prints (indented; instants as µs, anything else as text)."""
     import json
