@@ -11,13 +11,16 @@ face of the package is `Feed`:
     feed.status()
 
 See DESIGN.md and docs/ for the release semantics; `waterline.semantics` is the oracle.
+Every type a `Feed` method takes or returns is exported here (``__all__``); importing
+this package starts no JVM and imports no pyspark.
 """
 
 from waterline.engine.core.due import DueMoments
 from waterline.engine.core.results import (
-    Breach, FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseProof, ReleaseResult, TableMaintenance,
-    TierProof, TierRelease,
+    Breach, FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseProof, ReleaseResult, StreamBatchResult,
+    TableMaintenance, TableSummary, TierAudit, TierProof, TierRelease, WaterlineHistory,
 )
+from waterline.engine.core.runs import ReleaseRun, StreamRun
 from waterline.engine.core.state import HeldState, TierState
 from waterline.engine.core.status import FeedStatus, TierStatus
 from waterline.errors import (
@@ -30,16 +33,20 @@ from waterline.errors import (
     TransientError,
     WaterlineError,
 )
-from waterline.feed import Feed, load
+from waterline.engine.tables.applied_spec import AppliedSpec
+from waterline.feed import Duration, Feed, Instant, SessionConfig, SparkSettings, load
 from waterline.policy import PolicyError
 from waterline.spec import FeedSpec
+from waterline.spec.release_part import SpecDiff
 
 __version__ = "0.9.0"
 
 __all__ = [
+    "AppliedSpec",
     "Breach",
     "CommitRaceLost",
     "DueMoments",
+    "Duration",
     "Feed",
     "FeedPlan",
     "FeedSpec",
@@ -47,6 +54,7 @@ __all__ = [
     "GcResult",
     "HeldState",
     "IngestResult",
+    "Instant",
     "LeaseBusy",
     "LeaseLost",
     "MaintainResult",
@@ -54,15 +62,24 @@ __all__ = [
     "PolicyError",
     "ReleaseProof",
     "ReleaseResult",
+    "ReleaseRun",
+    "SessionConfig",
+    "SparkSettings",
+    "SpecDiff",
     "SpecError",
     "SpecNotApplied",
+    "StreamBatchResult",
+    "StreamRun",
     "TableMaintenance",
+    "TableSummary",
+    "TierAudit",
     "TierProof",
     "TierRelease",
     "TierState",
     "TierStatus",
     "TransientError",
     "WaterlineError",
+    "WaterlineHistory",
     "__version__",
     "load",
 ]

@@ -14,8 +14,17 @@ start a JVM nor import pyspark; the others start Spark lazily, once, from the
 spec's ``spark:`` key (``WATERLINE_SPARK_MASTER``/``_REMOTE`` override it) or
 from the ``spark`` argument.
 
+A `Feed` is a context manager: ``with waterline.load(path) as feed:`` stops, on the way
+out, the Spark session this feed started (never one it was handed or found running).
+
+Argument names keep one meaning across the methods: ``as_of`` is always an instant on the
+waterline's axis (`release` brings the tiers to it; `read` shows a tier as it was when its
+W_T was there, so after ``release(as_of=t)``, ``read(tier, as_of=t)`` is what that release
+published); durations (``max_wait``) are seconds (int or float), a `timedelta` or duration
+text; table versions are ``version``/``since``.
+
 Over 400 lines, for a reason: `Feed` is the whole public API in one class (DESIGN's public
-names): 29 public methods and properties, near a third of the file their docstrings, each a door of a few
+names): 33 public methods and properties, near a third of the file their docstrings, each a door of a few
 lines to the engine (`engine.operations`) or to the feed's tables (`engine.tables.feed_tables`),
 where the work is. Splitting the class would split the one API the adapters share.
 """
@@ -24,6 +33,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,6 +49,7 @@ from waterline.engine.core.results import (
     FeedPlan, GcResult, IngestResult, MaintainResult, ReleaseResult, TableSummary, TierAudit, TierProof,
     WaterlineHistory,
 )
+from waterline.engine.core.runs import ReleaseRun, StreamRun
 from waterline.engine.core.state import TierState
 from waterline.engine.core.status import FeedStatus
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
@@ -55,14 +67,13 @@ from waterline.spec.output_checks import check_policies
 if TYPE_CHECKING:  # the engine's Spark-running types, for annotations only: importing it loads pyspark
     from pyspark.sql import SparkSession
 
-    import threading
-
     from waterline.engine.core.results import StreamBatchResult
-    from waterline.engine.release.prearmed import ReleaseRun
-    from waterline.engine.stream_run import StreamRun
 
 Instant = int | str | datetime
 """An instant: µs since the epoch (UTC), an ISO-8601 text (``2026-01-05T13:30:00Z``, ``now - 5m``) or a datetime."""
+
+Duration = int | float | str | timedelta
+"""A duration: seconds (int or float), a `timedelta`, or text (``"90 seconds"``, ``"5 minutes"``, ``"PT5M"``)."""
 
 
 def load(path: str | Path, *, warehouse: str | Path | None = None, spark: Any = None,
@@ -106,6 +117,7 @@ class Feed:
         self.jvm_log: Path | None = None
         self._jvm_log_taken = False
         self._session: Any = None
+        self._owns_session = False  # this feed started its session: `close` stops it
         self._config: SessionConfig | None = None
         if isinstance(spark, str):  # this feed's Spark, whatever the spec and environment say
             self._config = SessionConfig.resolve(spec.spark, SparkSettings.parse(spark), env=False)
@@ -113,6 +125,22 @@ class Feed:
             self._config = spark
         else:
             self._session = spark
+
+    def __enter__(self) -> "Feed":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the Spark session this feed started, if it did (a session handed to it, or
+        one already running in the process when it asked, is left alone). The feed stays
+        usable: a later method that needs Spark starts a new session."""
+        session, owned = self._session, self._owns_session
+        if session is None or not owned:
+            return
+        self._session, self._owns_session = None, False
+        session.stop()
 
     def __repr__(self) -> str:
         return f"Feed({self.spec.feed!r}, warehouse={str(self.spec.warehouse)!r}, tiers={list(self.spec.tiers)})"
@@ -144,14 +172,17 @@ class Feed:
         """The feed's Spark session, started on first use."""
         if self._session is None:
             room = _spark_room()
-            self._session, self.jvm_log = room.quiet_session(self.session_config(), quiet=self.quiet)
+            config = self.session_config()
+            running = room.session_running(config)
+            self._session, self.jvm_log = room.quiet_session(config, quiet=self.quiet)
+            self._owns_session = not running
         return self._session
 
     @property
     def spark_started(self) -> bool:
         return self._session is not None
 
-    def stoppable(self, what: str, *, stop: threading.Event | None = None):
+    def stoppable(self, what: str, *, stop: threading.Event | None = None) -> AbstractContextManager[None]:
         """A context manager: SIGTERM and Ctrl-C stop the run inside it within the stop grace
         (120 s), the feed lease given back, whatever it is doing (`stop_on_signals`; ``stop``:
         set on the first signal, for a run that stops by itself when asked). Spark starts
@@ -317,13 +348,15 @@ class Feed:
         return keys
 
     def release(self, as_of: Instant | None = None, *, wait_until_due: bool = False,
-                max_wait: str | int | timedelta | None = None) -> ReleaseResult:
+                max_wait: Duration | None = None) -> ReleaseResult:
         """Advance every tier not on hold to W = min(``as_of``, the trusted clock, the mode's W)
         and publish what became due.
 
         ``wait_until_due``: start Spark now, wait on the trusted clock for the next due
-        moment, release at it (``max_wait``: give up waiting after this long, e.g.
-        ``"5 minutes"`` or µs, and release up to the clock).
+        moment, release at it (``max_wait``: give up waiting after this long, in seconds, a
+        `timedelta` or text such as ``"5 minutes"``, and release up to the clock). An int
+        ``max_wait`` was microseconds before 0.9.0: it still is in this release, with a
+        DeprecationWarning; pass a float of seconds or a `timedelta`.
         """
         if max_wait is not None and not wait_until_due:
             raise WaterlineError("release: max_wait needs wait_until_due")
@@ -332,7 +365,7 @@ class Feed:
         applied_spec.check_applied(self.spec)
         room = _spark_room()
         if wait_until_due:
-            limit = max_wait if max_wait is None or isinstance(max_wait, int) else duration_us(parse_duration(max_wait))
+            limit = None if max_wait is None else _max_wait_us(max_wait)
             done = room.release_when_due(self.spark, self.spec, max_wait_us=limit, clock=self.clock)
             return done.result if done.due_us is None else _waited(done.result, done.due_us, done.reached)
         as_of_us = None if as_of is None else self._instant(as_of, "as_of")
@@ -362,14 +395,21 @@ class Feed:
         """Release ``tier`` again; the next release catches it up."""
         return _spark_room().resume(self.spark, self.spec, self._tier(tier))
 
-    def audit(self, tiers: list[str] | None = None) -> dict[str, TierAudit]:
-        """Check each tier (all by default) at the version carrying its W_T: every row visible at
-        W_T under the tier's policy, W_T not ahead of the trusted clock, identities unique."""
+    def audit_current(self, tiers: list[str] | None = None) -> dict[str, TierAudit]:
+        """Check what each tier (all by default) shows now, at the version carrying its W_T:
+        every row visible at W_T under the tier's policy, W_T not ahead of the trusted clock,
+        identities unique. (`audit_history` proves the releases that led there.)"""
         room = _spark_room()
         out, plans = {}, None
         for tier in tiers if tiers is not None else self.spec.tiers:
             out[tier], plans = room.audit_tier(self.spark, self.spec, self._tier(tier), clock=self.clock, plans=plans)
         return out
+
+    def audit(self, tiers: list[str] | None = None) -> dict[str, TierAudit]:
+        """Deprecated name of `audit_current` (kept for one release)."""
+        warnings.warn("Feed.audit is deprecated: it is Feed.audit_current (what the tiers show now); "
+                      "Feed.audit_history proves the releases", DeprecationWarning, stacklevel=2)
+        return self.audit_current(tiers)
 
     def audit_history(self, start: Instant | None = None, end: Instant | None = None, *,
                       tiers: list[str] | None = None) -> dict[str, TierProof]:
@@ -379,10 +419,10 @@ class Feed:
         commit happened; a row committed before it was due is a breach. Commits the proof cannot
         see (cleaned from the log, before the change data feed) are named in ``unproven``;
         commits `maintain` proved and kept are taken as kept."""
-        from_us = None if start is None else self._instant(start, "--from")
-        to_us = None if end is None else self._instant(end, "--to")
+        from_us = None if start is None else self._instant(start, "start")
+        to_us = None if end is None else self._instant(end, "end")
         if from_us is not None and to_us is not None and to_us < from_us:
-            raise WaterlineError(f"audit: --to {format_instant(to_us)} is before --from {format_instant(from_us)}")
+            raise WaterlineError(f"audit: end {format_instant(to_us)} is before start {format_instant(from_us)}")
         room = _spark_room()
         out, plans = {}, None
         for tier in tiers if tiers is not None else self.spec.tiers:
@@ -426,9 +466,23 @@ class Feed:
             raise WaterlineError(f"{what}: {exc}") from None
 
 
+def _max_wait_us(value: Duration) -> int:
+    """``max_wait`` in µs: seconds, a timedelta or text; an int is still µs, deprecated."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        warnings.warn("release(max_wait=<int>) is read as microseconds, deprecated: pass seconds as a float "
+                      "or a timedelta (from the next release an int is seconds)", DeprecationWarning, stacklevel=3)
+        if value < 0:
+            raise WaterlineError(f"release: max_wait must not be negative, got {value}")
+        return value
+    try:
+        return duration_us(parse_duration(value))
+    except (ValueError, WaterlineError) as exc:
+        raise WaterlineError(f"release: max_wait: {exc}") from None
+
+
 def _waited(result: ReleaseResult, due_us: int, reached: bool) -> ReleaseResult:
     return replace(result, waited_for_us=due_us, reached=reached)
 
 
-__all__ = ["Feed", "Instant", "SessionConfig", "SparkSettings", "Stopped", "check_master", "check_remote",
+__all__ = ["Duration", "Feed", "Instant", "SessionConfig", "SparkSettings", "Stopped", "check_master", "check_remote",
            "end_within_grace", "exit_code", "load", "stop_told"]

@@ -68,5 +68,5 @@ def test_gc_and_maintain_lose_nothing_and_keep_statistics_trustworthy(spark, tmp
         assert check_statistics(path, ("id", "event_time", *PAYLOAD)) >= 1
         for outcome in every_reader(spark, duck, path, columns):
             assert not outcome.missed, f"{path}: {outcome.reader} missed rows: {outcome.missed}"
-    assert all(report.violations == 0 for report in feed.audit().values())
+    assert all(report.violations == 0 for report in feed.audit_current().values())
     _shared_as_released(spec, tmp_path, sorted(model.tier("all", w)))  # the sharing server's files of it

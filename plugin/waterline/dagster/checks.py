@@ -115,7 +115,7 @@ def evaluate_tier_checks(feed: Feed, wanted: dict[str, set[str]]) -> dict[str, T
     when embargo safety or uniqueness is asked for, the W_T history (no Spark) for monotonicity."""
     out: dict[str, TierChecks] = {}
     spark_tiers = [t for t in feed.spec.tiers if wanted.get(t, set()) & {EMBARGO_SAFETY, UNIQUE_IDENTITY}]
-    audits = feed.audit(spark_tiers) if spark_tiers else {}
+    audits = feed.audit_current(spark_tiers) if spark_tiers else {}
     for tier in feed.spec.tiers:
         names = wanted.get(tier, set())
         if names:

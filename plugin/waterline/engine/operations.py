@@ -5,6 +5,7 @@ from waterline.engine.tables.control import hold, resume
 from waterline.engine.upkeep.gc import gc
 from waterline.engine.ingest.ingest import ingest
 from waterline.engine.spark.jvm_log import quiet_session
+from waterline.engine.spark.session import session_running
 from waterline.engine.upkeep.maintain import maintain
 from waterline.engine.proof.release_proof import prove_tier
 from waterline.engine.release.prearmed import ReleaseRun, release_run, release_when_due
@@ -17,5 +18,5 @@ from waterline.engine.stream_run import run as stream
 __all__ = [
     "ReleaseRun", "audit_tier", "compile_tiers", "gc", "hold", "ingest", "maintain", "prove_tier", "quiet_session",
     "read_output", "release",
-    "release_run", "release_when_due", "resume", "stream", "StreamRun",
+    "release_run", "release_when_due", "resume", "session_running", "stream", "StreamRun",
 ]

@@ -29,6 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import faults
+from waterline.engine.core.runs import StreamRun  # a core value now; still importable from here
 from waterline.engine.core.results import ReleaseResult, StreamBatchResult, combine_releases
 from waterline.engine.delta import storage
 from waterline.engine.delta.objects import read_object
@@ -51,26 +52,6 @@ log = logging.getLogger(__name__)
 #: (`stream.batch.warm_up`), and how many of the topic's records they are copies of.
 WARM_UP_RECORDS = 20_000
 WARM_UP_SAMPLE = 1_000
-
-
-@dataclass
-class StreamRun:
-    """What one `run` did: every micro-batch, the releases it made, the offsets it reached."""
-
-    feed: str
-    batches: list[StreamBatchResult] = field(default_factory=list)
-    releases: list[ReleaseResult] = field(default_factory=list)
-    offsets: dict[str, dict] = field(default_factory=dict)  # source -> {topic: {partition: next offset}}
-
-    @property
-    def versions_written(self) -> int:
-        return sum(b.versions_written for b in self.batches)
-
-    def summary(self) -> str:
-        applied = [b for b in self.batches if not b.skipped]
-        return (f"{self.feed}: {len(applied)} batches ({len(self.batches) - len(applied)} replays skipped), "
-                f"{sum(b.records for b in applied)} records, {self.versions_written} versions, "
-                f"{len(self.releases)} releases")
 
 
 def checkpoint_path(spec: FeedSpec, source: str) -> str:

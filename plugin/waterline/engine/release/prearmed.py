@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from waterline.clock import Clock, SystemClock, wait_until
 from waterline.engine.core.results import ReleaseResult, combine_releases
 from waterline.engine.core.races import SkippedCommit
+from waterline.engine.core.runs import ReleaseRun  # a core value now; still importable from here
 from waterline.engine.release.prestaged import StagedRelease, discard, release_staged
 from waterline.engine.tables.status import read_feed_status
 from waterline.engine.delta.storage import is_delta_table
@@ -206,16 +207,6 @@ def release_following(
 #: within the lead of the last): long enough that a dense schedule rarely pays a new run's
 #: start-up, short enough that a run ends and the orchestrator shows what it released.
 FOLLOW_WINDOW_US = 600_000_000
-
-
-@dataclass(frozen=True)
-class ReleaseRun:
-    """What one orchestrated release run did: the combined result, and per due moment reached,
-    how long after it the release committed."""
-
-    result: ReleaseResult
-    prearmed: bool  # the run started before its due moment and waited for it
-    lags: tuple[tuple[int, int], ...] = ()  # (due_us, commit minus due in µs), in order
 
 
 def release_run(

@@ -27,6 +27,19 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
     return _classic_session(config)
 
 
+def session_running(config: SessionConfig | None = None) -> bool:
+    """Whether `get_session` would hand back a session this process already has (someone else
+    started it) rather than start one: a classic SparkContext, or a Connect session."""
+    config = config or SessionConfig.from_env()
+    if config.remote:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        return ConnectSession.getActiveSession() is not None or ConnectSession._get_default_session() is not None
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
 def _connect_session(config: SessionConfig) -> SparkSession:
     builder = SparkSession.builder.remote(config.remote)
     for key, value in connect_conf(config).items():
