@@ -270,7 +270,7 @@ def test_waterline_audit_exits_3_on_a_breach_and_names_the_row(spark, tmp_path):
     assert "BREACH d10 v" in done.stdout and "('a', 7)" in done.stdout
     assert f"due {format_instant(now + 10 * MINUTE)}" in done.stdout
     page = tmp_path / "audit.html"
-    out = subprocess.run([waterline, "audit", str(spec_file), "--json", "--from", "now - 1 hour", "--html", str(page)],
+    out = subprocess.run([waterline, "audit", str(spec_file), "--json", "--since", "now - 1 hour", "--html", str(page)],
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 3, out.stderr
     proof = json.loads(out.stdout)
@@ -288,6 +288,6 @@ def test_waterline_audit_exits_3_on_a_breach_and_names_the_row(spark, tmp_path):
     assert summary[0] == "d10" and summary[5] == "1" and summary[-1] == "BREACH", summary
     [row] = table_rows(dom, "breaches")
     assert row[2] == "['a', 7]" and row[4] == instant(now + 10 * MINUTE), row
-    bad = subprocess.run([waterline, "audit", str(spec_file), "--from", "2026-02-01", "--to", "2026-01-01"],
+    bad = subprocess.run([waterline, "audit", str(spec_file), "--since", "2026-02-01", "--until", "2026-01-01"],
                          capture_output=True, text=True, timeout=120, check=False)
-    assert bad.returncode == 2 and "is before --from" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "is before --since" in bad.stderr and "Traceback" not in bad.stderr
