@@ -384,7 +384,11 @@ class Feed:
         time zone, waterline) the feed's applied spec, under the feed lease: the spec version in
         force after it and what changed (nothing: the applied version, unchanged). Refused in one
         line: a changed key, event time or partitioning, a removed column, and (not yet in the
-        engine) a tier added after data, a changed policy or a new column. No Spark."""
+        engine) a new or retyped column. A tier added or a policy changed on a live feed starts
+        Spark: held's schedule is recomputed and the new tier built at the feed's W first
+        (docs/semantics.md, "When the spec changes"); any other change needs no Spark."""
+        if applied_spec.needs_engine(self.spec):
+            return _spark_room().apply(self.spark, self.spec, clock=self.clock)
         return applied_spec.apply_spec(self.spec, self.clock.now_us())
 
     def hold(self, tier: str) -> TierState:

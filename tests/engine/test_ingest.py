@@ -205,13 +205,11 @@ def test_statistics_leaf_of_a_struct_skips_types_without_statistics():
     assert _first_leaf(StructField("b", StructType([StructField("m", MapType(StringType(), StringType()))]))) is None
 
 
-def test_a_tier_added_after_ingest_is_refused_with_what_to_do(spark, tmp_path):
+def test_a_tier_added_after_ingest_is_refused_until_applied(spark, tmp_path):
     """The first ingest records the applied spec (version 1); a tier added later makes ingest
-    and release refuse the spec until it is applied, and `apply` refuses it (held versions are
-    scheduled once, at ingest; the engine cannot build a new tier at W yet), so nothing
-    publishes a tier that silently misses rows; held and the other tiers stay as they were.
-    A feed with no recorded spec (written before it was recorded) still meets the engine's own
-    refusal."""
+    and release refuse the spec until it is applied, so nothing publishes a tier that silently
+    misses rows. A feed with no recorded spec (written before it was recorded) meets the
+    engine's own refusal, naming `waterline apply`; the apply schedules held for the new tier."""
     spec = make_spec(tmp_path, {"rt": "TRUE"})
     write_partition(tmp_path, "a", [_row(1), _row(2)])
     _feed(spark, spec).ingest("a")
@@ -223,15 +221,17 @@ def test_a_tier_added_after_ingest_is_refused_with_what_to_do(spark, tmp_path):
         with pytest.raises(WaterlineError, match=r"differs from the applied spec \(version 1\): tier d15 added; "
                                                  r"run `waterline apply"):
             step()
-    with pytest.raises(WaterlineError, match="tier d15 added after data was ingested: not supported"):
-        _feed(spark, grown).apply()
     shutil.rmtree(tmp_path / "wh" / "f" / "_wl_specs")  # as a feed ingested before specs were recorded
     for step in (lambda: _feed(spark, grown).ingest("a"),
                  lambda: _feed(spark, grown).release()):
-        with pytest.raises(WaterlineError, match=r"tier\(s\) d15 added after data was ingested.*new warehouse"):
+        with pytest.raises(WaterlineError, match=r"tier\(s\) d15 added after data was ingested.*waterline apply"):
             step()
     assert _held(spark, spec).count() == 2
     assert read_tier(spark, spec, "rt") == {}
+    applied, _ = _feed(spark, grown).apply()
+    assert applied.version == 1
+    _feed(spark, grown).release()
+    assert len(read_tier(spark, grown, "d15")) == 2
 
 
 def test_a_held_table_with_the_older_text_row_hash_keeps_it_and_still_diffs(spark, tmp_path):

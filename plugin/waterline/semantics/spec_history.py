@@ -16,7 +16,11 @@ new policy's own rules remove it, and shows nothing before the apply's instant (
 release before it is computed in the previous era).
 
 A new tier's first commit, at the apply, is what its policy shows at the feed's W (the
-greatest W_T any tier reached): the tier a fresh feed would have there. A retired tier
+greatest W_T any tier reached): the tier a fresh feed would have there. :meth:`SpecHistory.gc`
+drops the versions the engine's gc deletes from held (superseded in every live tier, and
+removals every tier applied); a tier that starts or is rescheduled later never shows a
+dropped version: where one would govern, the identity shows nothing until a newer version
+governs (never earlier than a history without gc, never a row it would not show). A retired tier
 is released no more; its last commit stays (its table is kept) and its name cannot be
 given to a new tier. A new column reads None in every version written before it.
 """
@@ -26,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping
 
-from waterline.semantics import Interval, Version, due_since, release_changes, tier_state, visibility
+from waterline.semantics import Interval, Version, due_since, release_changes, takeover, tier_state, visibility
 
 WIDENINGS: frozenset[tuple[str, str]] = frozenset({
     ("tinyint", "smallint"), ("tinyint", "int"), ("tinyint", "bigint"), ("smallint", "int"),
@@ -115,6 +119,7 @@ class SpecHistory:
         self.now_us = at_us
         self._eras = {t: _Era(1, p, {}) for t, p in tiers.items()}
         self._retired: set[str] = set()
+        self.dropped: set[tuple[Hashable, int]] = set()
 
     @property
     def spec(self) -> SpecVersion:
@@ -137,14 +142,42 @@ class SpecHistory:
         """Every version with its effective visibility in ``tier``'s era in force."""
         return self._versions(tier, self._eras[tier])
 
-    def _versions(self, tier: str, era: _Era) -> list[Version]:
+    def _versions(self, tier: str, era: _Era, *, dropped: bool = False) -> list[Version]:
         out = []
         for identity, seq, payload in self.rows:
+            if not dropped and (identity, seq) in self.dropped:
+                continue
             vis: tuple[Interval, ...] = ()
             if payload is not None:
                 vis = visibility([*era.policy.vis(payload), era.kept.get((identity, seq))])
             out.append(Version(identity, seq, payload, {tier: vis}))
         return out
+
+    def gc(self) -> int:
+        """Drop what the engine's gc deletes from held (`waterline.engine.upkeep.gc`): each
+        version older than the version governing its identity in every live tier, and every
+        version of an identity whose newest version is a removal all live tiers applied;
+        nothing while a live tier was never released. The number of versions dropped."""
+        lasts = [(t, self.last(t)) for t in self._eras]
+        if not lasts or any(c is None for _, c in lasts):
+            return 0
+        applied = min(c.s for _, c in lasts)
+        kept = [(i, s, p) for i, s, p in self.rows if (i, s) not in self.dropped]
+        governing: dict[Hashable, int] = {}
+        for tier, commit in lasts:
+            due: dict[Hashable, int] = {}
+            for v in self._versions(tier, self._eras[tier]):
+                if takeover(v.vis[tier], removed=v.payload is None) <= commit.w:
+                    due[v.identity] = max(due.get(v.identity, -1), v.seq)
+            for i, _, _ in kept:
+                governing[i] = min(governing.get(i, due.get(i, -1)), due.get(i, -1))
+        newest: dict[Hashable, tuple[int, Mapping | None]] = {}
+        for i, s, p in kept:
+            newest[i] = max(newest.get(i, (-1, None)), (s, p), key=lambda x: x[0])
+        dead = {(i, s) for i, s, _ in kept
+                if s < governing[i] or (newest[i][1] is None and newest[i][0] <= applied)}
+        self.dropped |= dead
+        return len(dead)
 
     def last(self, tier: str) -> Commit | None:
         """The tier's last commit (a retired tier's stays: its table is kept)."""
@@ -213,7 +246,7 @@ class SpecHistory:
     def era_versions(self, commit: Commit) -> list[Version]:
         """The versions up to ``commit.s`` with their visibility in the era it was released in."""
         era = self._era_of(commit)
-        return [v for v in self._versions(commit.tier, era) if v.seq <= commit.s]
+        return [v for v in self._versions(commit.tier, era, dropped=True) if v.seq <= commit.s]
 
     def _era_of(self, commit: Commit) -> _Era:
         """Rebuild the era of ``commit`` from the commits: its policy, and the rows its tier

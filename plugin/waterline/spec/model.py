@@ -254,6 +254,11 @@ class FeedSpec:
             raise SpecError(f"{self.origin}: tiers.{tier}: no such tier (tiers: {', '.join(self.tiers)})")
         return self._under_warehouse(self.feed, "tiers", tier)
 
+    def kept_tier_path(self, tier: str) -> str:
+        """Where ``tier``'s table is, whether or not the spec names it (a retired tier's table
+        is kept until dropped)."""
+        return self._under_warehouse(self.feed, "tiers", tier)
+
     # -- sources --------------------------------------------------------------
     def source_path(self, source_name: str, partition: str) -> str:
         """The path to read ``source_name`` from for ``partition`` (validated)."""

@@ -37,6 +37,9 @@ RELEASE_BETWEEN_TIERS = "release:between-tiers"  # first tier committed, the oth
 RELEASE_BEFORE_PROPERTY = "release:before-property"  # Spark path: a tier's MERGE committed, its property commit not
 RELEASE_AFTER_TIERS = "release:after-tiers"  # every tier committed, the lease not yet given back
 STAGED_BEFORE_COMMIT = "staged:before-commit"  # a pre-staged release's files written, nothing committed
+# `waterline apply` of a new tier or a changed policy on a live feed (engine.release.respec).
+APPLY_AFTER_RESCHEDULE = "apply:after-reschedule"  # held's schedule recomputed, new tiers not built, version not recorded
+APPLY_BEFORE_RECORD = "apply:before-record"  # held rescheduled and new tiers built, the spec version not recorded
 # A Delta checkpoint of a table waterline commits to (at the table's checkpoint interval).
 CHECKPOINT_BEFORE = "checkpoint:before"  # a commit landed, its checkpoint not written
 CHECKPOINT_AFTER = "checkpoint:after"  # the checkpoint written, old log files not yet cleaned
@@ -47,7 +50,8 @@ STREAM_BATCH_END = "stream:batch-end"  # a micro-batch committed (released, runn
 #: The boundaries of a feed's first writes (`FIRST_WRITES`) and of every later one.
 FIRST_WRITES = (CREATE_HELD_BEFORE, CREATE_HELD_AFTER, CREATE_TIER_BEFORE, CREATE_BETWEEN_TIERS, CREATE_TIER_AFTER)
 POINTS = (*FIRST_WRITES, INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS,
-          RELEASE_BEFORE_PROPERTY, RELEASE_AFTER_TIERS, STAGED_BEFORE_COMMIT, CHECKPOINT_BEFORE, CHECKPOINT_AFTER,
+          RELEASE_BEFORE_PROPERTY, RELEASE_AFTER_TIERS, STAGED_BEFORE_COMMIT, APPLY_AFTER_RESCHEDULE,
+          APPLY_BEFORE_RECORD, CHECKPOINT_BEFORE, CHECKPOINT_AFTER,
           STREAM_BATCH_START, STREAM_BATCH_END)
 
 _reached: Counter[str] = Counter()

@@ -56,7 +56,11 @@ class HeldState:
     waterline commit number (the Delta transaction version of data commits that
     are not appends). ``event_w``/``sources`` are the event-mode waterline. The
     ingest fields (``partition``, ``versions``, ``min_tau``, ``fingerprint``)
-    describe the commit that wrote this state when ``op == "ingest"``.
+    describe the commit that wrote this state when ``op == "ingest"``. ``policies`` names,
+    per tier whose schedule columns `waterline apply` recomputed, the normalised policy they
+    were computed under (a tier absent from it has the schedule of the applied spec it was
+    ingested under); every later commit carries it on, and so ``rescheduled`` (see
+    `reconciles`).
     """
 
     seq: int = 0
@@ -69,10 +73,20 @@ class HeldState:
     min_tau: Mapping[str, int | None] = field(default_factory=dict)
     fingerprint: str | None = None
     token: str | None = None
+    policies: Mapping[str, str] = field(default_factory=dict)
+    rescheduled: Mapping[str, int] = field(default_factory=dict)
 
     def evolve(self, **changes: Any) -> HeldState:
         """A copy with ``changes`` (the state of the next commit)."""
         return replace(self, **changes)
+
+    def reconciles(self, tier: str, state: TierState) -> bool:
+        """Whether ``tier`` (now at ``state``) was not released since `apply` rescheduled its
+        versions in held (``rescheduled``: the tier's commit number then): its next release
+        recomputes every identity, since a version's schedule may have moved before W_T.
+        A hold or resume since then keeps it so (at worst one more full release)."""
+        n = self.rescheduled.get(tier)
+        return n is not None and state.n >= n and (state.n == n or state.op != "release")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -86,6 +100,10 @@ class HeldState:
                        fingerprint=self.fingerprint)
         if self.token is not None:
             out["token"] = self.token
+        if self.policies:
+            out["policies"] = dict(self.policies)
+        if self.rescheduled:
+            out["rescheduled"] = dict(self.rescheduled)
         return out
 
     @classmethod
@@ -97,6 +115,8 @@ class HeldState:
             op=data.get("op"), partition=data.get("partition"), versions=int(data.get("versions") or 0),
             min_tau={t: _optional_int(v) for t, v in (data.get("min_tau") or {}).items()},
             fingerprint=data.get("fingerprint"), token=data.get("token"),
+            policies={str(t): str(p) for t, p in (data.get("policies") or {}).items()},
+            rescheduled={str(t): int(n) for t, n in (data.get("rescheduled") or {}).items()},
         )
 
 

@@ -21,6 +21,7 @@ from waterline.engine.release.driver_step import PRESENT, REASON
 from waterline.engine.release.step_context import TierStep
 from waterline.engine.core.held_stats import CandidateScope, HeldFile, outlook
 from waterline.engine.core.results import TierRelease
+from waterline.engine.core.state import HeldState
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables import feed_tables
 from waterline.engine.tables.schedule import check_tiers_scheduled, stored_end_sql, stored_vis_sql
@@ -47,9 +48,10 @@ def candidate_filter(step: TierStep) -> Column:
 
 
 def plan_step(spec: FeedSpec, tier: str, held_columns: Sequence[str], target: int, seq: int,
-              log: TableLog | None = None) -> TierStep | TierRelease:
+              log: TableLog | None = None, held_state: HeldState | None = None) -> TierStep | TierRelease:
     """The tier's step, or its final result when it is on hold or already at (W, seq).
-    ``held_columns``: the held table's; ``log``: the tier's log as the caller read it (else it is read)."""
+    ``held_columns``: the held table's; ``log``: the tier's log as the caller read it (else it
+    is read); ``held_state``: held's (a tier `apply` rescheduled reconciles: `HeldState.reconciles`)."""
     log = log if log is not None else TableLog.open(spec.tier_path(tier))
     state = feed_tables.tier_state(log)
     w0, s0 = state.w, state.seq
@@ -57,7 +59,7 @@ def plan_step(spec: FeedSpec, tier: str, held_columns: Sequence[str], target: in
         return TierRelease(tier=tier, w_us=w0, previous_w_us=w0, seq=s0, held=True)
     check_tiers_scheduled(spec, held_columns, tiers=[tier])
     w = target if w0 is None else max(w0, target)  # the waterline never goes back
-    reconcile = log.rows_changed_by_others()
+    reconcile = log.rows_changed_by_others() or (held_state is not None and held_state.reconciles(tier, state))
     if w0 is not None and w == w0 and seq == s0 and not reconcile:
         return TierRelease(tier=tier, w_us=w, previous_w_us=w0, seq=seq, next_due_us=state.next_due)
     return TierStep(tier=tier, w0=w0, s0=s0, w=w, seq=seq, n=state.n + 1, reconcile=reconcile)

@@ -87,9 +87,10 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
     settled: list[TierRelease] = []
     for tier in tier_logs:
         # the state from the same snapshot as the version the commit will check
-        step = plan_step(spec, tier, held_schema.fieldNames(), target, seq, log=tier_logs[tier])
+        step = plan_step(spec, tier, held_schema.fieldNames(), target, seq, log=tier_logs[tier], held_state=held_state)
         if isinstance(step, TierStep) and step.reconcile:
-            log.info("feed %s: release not pre-staged: tier %s was changed by another writer", spec.feed, tier)
+            log.info("feed %s: release not pre-staged: tier %s reconciles (another writer changed it, or an "
+                     "apply rescheduled it)", spec.feed, tier)
             return None  # the Spark path reconciles it (a MERGE that also deletes what no version accounts for)
         (settled if isinstance(step, TierRelease) else steps).append(step)
     staged_tiers: list[StagedTier] = []

@@ -54,15 +54,22 @@ def release(spark: SparkSession, spec: FeedSpec, *, as_of_us: int | None = None,
     unknown = [t for t in chosen if t not in spec.tiers]
     if unknown:
         raise WaterlineError(f"feed {spec.feed}: no tier {unknown[0]!r} (tiers: {', '.join(spec.tiers)})")
-    committed: list[ReleaseResult] = []  # tiers an attempt committed before it lost a race on another
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
-        # A lost race (a conflicting commit, or Delta skipped ours as already applied) plans
-        # again from the tiers' new states, so W_T never goes back and no step computed
-        # from a stale state is applied; tiers already committed are settled in the new plan.
-        result = retry_lost_races(
-            lambda: _release_locked(spark, spec, as_of_us, clock, lease, committed, chosen),
-            is_race=is_commit_conflict, before_retry=lease.check, what=f"feed {spec.feed}: release",
-        )
+        return release_locked(spark, spec, lease, as_of_us=as_of_us, clock=clock, tiers=chosen)
+
+
+def release_locked(spark: SparkSession, spec: FeedSpec, lease: Lease, *, as_of_us: int | None, clock: Clock,
+                   tiers: tuple[str, ...]) -> ReleaseResult:
+    """`release` of ``tiers`` by a caller that holds the feed lease (`waterline apply` builds a
+    new tier with it)."""
+    committed: list[ReleaseResult] = []  # tiers an attempt committed before it lost a race on another
+    # A lost race (a conflicting commit, or Delta skipped ours as already applied) plans
+    # again from the tiers' new states, so W_T never goes back and no step computed
+    # from a stale state is applied; tiers already committed are settled in the new plan.
+    result = retry_lost_races(
+        lambda: _release_locked(spark, spec, as_of_us, clock, lease, committed, tiers),
+        is_race=is_commit_conflict, before_retry=lease.check, what=f"feed {spec.feed}: release",
+    )
     return with_committed(committed, result)
 
 
@@ -103,7 +110,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
         held = read_delta(spark, spec.held_path).filter(f"{C.SEQ} <= {seq}")
         steps = []
         for tier in tiers:
-            step_or_result = plan_step(spec, tier, held.columns, target, seq)
+            step_or_result = plan_step(spec, tier, held.columns, target, seq, held_state=held_state)
             if isinstance(step_or_result, TierRelease):
                 results[tier] = step_or_result
             else:

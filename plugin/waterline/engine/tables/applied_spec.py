@@ -13,17 +13,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
+from waterline.engine.core import columns as C
+from waterline.engine.core.state import HeldState
 from waterline.engine.delta import storage
 from waterline.engine.delta.event_table import EventTable
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.tables.lease import feed_lease
+from waterline.engine.tables import feed_tables
+from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.errors import SpecNotApplied, WaterlineError
 from waterline.spec import FeedSpec
-from waterline.spec.release_part import SpecDiff, release_part, spec_diff, spec_hash
+from waterline.spec.release_part import SpecDiff, normal_policy, release_part, spec_diff, spec_hash
+
+#: What `apply_spec` calls, under the feed lease, before it records a version whose tiers'
+#: schedules held lacks: ``(lease, tiers, applied)`` recomputes held's schedule columns of
+#: ``tiers`` (and builds the new ones) with Spark (`waterline.engine.release.respec`).
+Reschedule = Callable[[Lease, list[str], "AppliedSpec"], None]
 
 SCHEMA = pa.schema([
     pa.field("version", pa.int64(), nullable=False),
@@ -78,12 +86,41 @@ def pending_changes(spec: FeedSpec) -> tuple[AppliedSpec | None, SpecDiff]:
 
 def check_applied(spec: FeedSpec) -> None:
     """Refuse, in one line naming the difference, a spec whose release part differs from the
-    applied one (a feed with no recorded version yet passes: its first ingest records it)."""
+    applied one (a feed with no recorded version yet passes: its first ingest records it), or
+    whose tiers' schedules in held were recomputed for another policy (an apply that stopped
+    before it recorded its version)."""
     current, diff = pending_changes(spec)
+    where = spec.spec_file or "SPEC"
     if diff:
-        where = spec.spec_file or "SPEC"
         raise SpecNotApplied(f"feed {spec.feed}: the spec differs from the applied spec (version {current.version}): "
                              f"{diff.summary()}; run `waterline apply {where}` to make it take effect")
+    if current is not None:
+        log = TableLog.open(spec.held_path)
+        stale = stale_schedules(spec, current, feed_tables.held_state(log, spec.feed), _columns(log))
+        if stale:
+            raise SpecNotApplied(f"feed {spec.feed}: held's schedule of tier {stale[0]} is not the applied policy's "
+                                 f"(an apply did not finish); run `waterline apply {where}` again")
+
+
+def _columns(log: TableLog) -> set[str]:
+    return {name for name, _ in log.columns()} if log.exists else set()
+
+
+def stale_schedules(spec: FeedSpec, current: AppliedSpec | None, held: HeldState, columns: set[str]) -> list[str]:
+    """The spec's tiers whose schedule columns in held (``columns``: held's) are missing or
+    were computed under another policy than the spec's: those `apply` must recompute. A tier
+    that `apply` never rescheduled has the schedule of the applied spec it was ingested under."""
+    if not columns:
+        return []  # nothing held: every ingest schedules with the spec it runs with
+    # No version recorded (a feed older than the applied spec): held has the spec's schedule.
+    applied_tiers = {t: normal_policy(p) for t, p in spec.tiers.items()} if current is None \
+        else current.part.get("tiers", {})
+    out = []
+    for tier, policy in spec.tiers.items():
+        under = held.policies.get(tier, applied_tiers.get(tier) if C.tau(tier) in columns else None)
+        if under != normal_policy(policy):
+            out.append(tier)
+    return out
 
 
 def _record(spec: FeedSpec, version: int, now_us: int, changes: str) -> AppliedSpec:
@@ -106,34 +143,91 @@ def record_first(spec: FeedSpec, now_us: int) -> AppliedSpec:
 
 
 def unsupported(spec: FeedSpec, diff: SpecDiff) -> list[str]:
-    """Changes the engine cannot honour yet (issue 56: tier creation at apply, rescheduling of
-    held versions, column addition), each as a line."""
+    """Changes the engine cannot honour yet (issue 56: column addition), each as a line. A tier
+    added and a policy changed take effect at `apply` (held rescheduled, the new tier built at
+    the feed's W: `waterline.engine.release.respec`)."""
     if not TableLog.open(spec.held_path).exists:
         return []  # nothing held or published yet: every change takes effect as a fresh spec
-    out = [f"tier {t} added after data was ingested" for t in diff.tiers_added]
-    out += [f"tier {t}: policy changed after data was ingested" for t, _, _ in diff.policies_changed]
-    out += [f"column {c} added after data was ingested" for c in diff.columns_added]
+    out = [f"column {c} added after data was ingested" for c in diff.columns_added]
     out += [f"column {c} retyped after data was ingested" for c, _, _ in diff.columns_retyped]
     return out
 
 
-def apply_spec(spec: FeedSpec, now_us: int) -> tuple[AppliedSpec, SpecDiff]:
+def needs_reschedule(spec: FeedSpec) -> list[str]:
+    """The tiers whose held schedule an `apply` of ``spec`` must recompute with Spark ([]:
+    the apply needs no Spark)."""
+    log = TableLog.open(spec.held_path)
+    if not log.exists:
+        return []
+    return stale_schedules(spec, applied(spec), feed_tables.held_state(log, spec.feed), _columns(log))
+
+
+def feed_waterline(spec: FeedSpec) -> int | None:
+    """The feed's W: the greatest W_T of any tier it ever had (retired ones included, since W
+    never goes back); None before any release."""
+    ws = [feed_tables.tier_state(TableLog.open(spec.kept_tier_path(t))).w for t in all_tiers(spec)]
+    return max((w for w in ws if w is not None), default=None)
+
+
+def unbuilt_tiers(spec: FeedSpec) -> tuple[str, ...]:
+    """The spec's tiers never released on a feed whose other tiers were: `apply` builds them
+    at the feed's W."""
+    if feed_waterline(spec) is None:
+        return ()
+    return tuple(t for t in spec.tiers if feed_tables.tier_state(TableLog.open(spec.tier_path(t))).w is None)
+
+
+def needs_engine(spec: FeedSpec) -> bool:
+    """Whether an `apply` of ``spec`` needs Spark: held's schedule of a tier to recompute, or
+    a new tier to build."""
+    return bool(needs_reschedule(spec) or unbuilt_tiers(spec))
+
+
+def all_tiers(spec: FeedSpec) -> list[str]:
+    """Every tier any applied spec version named (the retired ones included), in order of
+    first appearance."""
+    table = specs_table(spec)
+    if not TableLog.open(table.path).exists:
+        return list(spec.tiers)
+    names: dict[str, None] = {}
+    for row in sorted(table.read().to_pylist(), key=lambda r: r["version"]):
+        names.update(dict.fromkeys(json.loads(row["release_part"]).get("tiers", {})))
+    names.update(dict.fromkeys(spec.tiers))
+    return list(names)
+
+
+def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None) -> tuple[AppliedSpec, SpecDiff]:
     """Make the spec file's release part the applied spec, under the feed lease: the version
-    recorded (the newest one unchanged when nothing differs) and what changed."""
-    with feed_lease(spec.feed_dir, feed=spec.feed):
+    recorded (the newest one unchanged when nothing differs) and what changed.
+
+    Held's schedule is recomputed first (``reschedule``, given the tiers `stale_schedules`
+    names), then the version is recorded: a run killed between the two left held's state
+    naming the policies its schedule is for, which every publishing operation compares with
+    the spec (`check_applied`), so none runs on a half-applied change, and a re-run of the
+    apply (with either spec file) recomputes what differs and records the version."""
+    with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         current, diff = pending_changes(spec)
+        if diff.refused:
+            raise WaterlineError(f"feed {spec.feed}: apply refused: {diff.refused[0]}")
+        later = unsupported(spec, diff) if current is not None else []
+        if later:
+            raise WaterlineError(f"feed {spec.feed}: apply: {later[0]}: not supported by the engine yet "
+                                 "(adding or retiring a tier, changing a policy, the waterline or the time zone is)")
+        log = TableLog.open(spec.held_path)
+        stale = stale_schedules(spec, current, feed_tables.held_state(log, spec.feed), _columns(log))
+        if reschedule is not None and log.exists:
+            reschedule(lease, stale, current)
+            lease.check()
+        elif stale:
+            raise WaterlineError(f"feed {spec.feed}: apply: tier {stale[0]} needs held rescheduled: "
+                                 "run it with Spark (`waterline apply`, `Feed.apply()`)")
         if current is None:
             return _record(spec, 1, now_us, "first apply"), diff
         if not diff:
             return current, diff
-        if diff.refused:
-            raise WaterlineError(f"feed {spec.feed}: apply refused: {diff.refused[0]}")
-        later = unsupported(spec, diff)
-        if later:
-            raise WaterlineError(f"feed {spec.feed}: apply: {later[0]}: not supported by the engine yet "
-                                 "(retiring a tier or changing the waterline or time zone is)")
         return _record(spec, current.version + 1, now_us, diff.summary()), diff
 
 
-__all__ = ["AppliedSpec", "SCHEMA", "SpecDiff", "applied", "apply_spec", "check_applied", "pending_changes", "record_first",
-           "specs_table", "unsupported"]
+__all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied",
+           "feed_waterline", "needs_engine",
+           "needs_reschedule", "pending_changes", "unbuilt_tiers", "record_first", "specs_table", "stale_schedules", "unsupported"]

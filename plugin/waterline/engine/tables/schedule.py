@@ -38,9 +38,9 @@ def spark_typer(spark: SparkSession, df: DataFrame):
 
 
 def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame,
-                  schema: StructType | None = None) -> dict[str, ReleasePlan]:
-    """Compile every tier's policy against df's schema (``schema``, when the caller knows it);
-    errors name the tier."""
+                  schema: StructType | None = None, tiers=None) -> dict[str, ReleasePlan]:
+    """Compile every tier's policy (or only ``tiers``') against df's schema (``schema``, when
+    the caller knows it); errors name the tier."""
     register_functions(spark, *spec.tiers.values())  # adds the calendars the policies name
     columns = {f.name: f.dataType.simpleString() for f in (schema or df.schema).fields if not C.is_system(f.name)}
     for name, kind in columns.items():  # event_time text is parsed at ingest: policies see a TIMESTAMP
@@ -49,24 +49,23 @@ def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame,
     typer = spark_typer(spark, df)
     return {
         tier: compile_policy(policy, tier=tier, columns=columns, typer=typer)
-        for tier, policy in spec.tiers.items()
+        for tier, policy in spec.tiers.items() if tiers is None or tier in tiers
     }
 
 
 def check_tiers_scheduled(spec: FeedSpec, held_columns, tiers=None) -> None:
     """Every tier of the spec (or of ``tiers``) must have its schedule columns in held.
 
-    Held versions get their schedule once, at ingest; a tier added to the spec
-    later has none for the versions already held, and re-ingesting would not
-    add one (unchanged rows get no new version). Refuse rather than publish a
-    tier that silently misses those rows.
+    Held versions get their schedule at ingest; a tier added to the spec later
+    has none for the versions already held until `waterline apply` computes it
+    (re-ingesting would not: unchanged rows get no new version). Refuse rather
+    than publish a tier that silently misses those rows.
     """
     missing = [t for t in (spec.tiers if tiers is None else tiers) if C.tau(t) not in set(held_columns)]
     if missing:
         raise WaterlineError(
             f"feed {spec.feed}: tier(s) {', '.join(missing)} added after data was ingested: the held versions "
-            "have no schedule for them and waterline cannot add one yet; ingest the feed into a new warehouse, "
-            "or remove the tier(s) from the spec"
+            "have no schedule for them yet; run `waterline apply SPEC` to schedule them and build the tier(s)"
         )
 
 
@@ -84,6 +83,11 @@ def _array_takeover_and_last(vis_col: str) -> tuple[str, str]:
     # Intervals are sorted and disjoint: no lambda needed (Spark would interpret it per row).
     first, final = f"try_element_at({vis_col}, 1)", f"try_element_at({vis_col}, -1)"
     return _takeover_and_last(f"size({vis_col}) > 0", f"{first}.start", f"{final}.start", f"{final}.`end`")
+
+
+def takeover_and_last_sql(vis_col: str) -> tuple[str, str]:
+    """SQL for the takeover and the greatest finite boundary of a visibility array."""
+    return _array_takeover_and_last(vis_col)
 
 
 def last_boundary_sql(vis_col: str) -> str:
