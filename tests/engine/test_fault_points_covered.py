@@ -15,7 +15,7 @@ import pytest
 from waterline.engine.core import faults
 
 #: The modules whose tests kill a real process at a named point and then check the next run.
-CRASH_MODULES = ("tests.engine.test_crash", "tests.streams.test_stream_crash")
+CRASH_MODULES = ("tests.engine.test_crash", "tests.streams.test_stream_crash", "tests.engine.test_apply_crash")
 
 
 def _values(obj) -> list:

@@ -181,3 +181,26 @@ def test_refused_column_changes_name_the_column(new, message):
 
 def test_added_and_widened_columns():
     assert column_changes(BASE_COLUMNS, WIDER_COLUMNS) == (["y"], ["x"])
+
+
+def test_gc_drops_superseded_versions_and_a_later_tier_never_shows_them():
+    """A version gc dropped (superseded in every live tier) is shown by no tier that starts
+    later; the identity shows nothing until a newer version governs, then the same as
+    without gc."""
+    def run(with_gc: bool) -> list[dict]:
+        h = SpecHistory({"t1": delay(0)}, {"e": "bigint"}, at_us=0)
+        h.ingest({"a": {"e": 0, "x": 1}, "b": {"e": 1, "x": 1}})
+        h.release(5, at_us=5)
+        h.ingest({"a": {"e": 4, "x": 2}})  # supersedes a's first version at once in t1
+        h.release(6, at_us=6)
+        if with_gc:
+            assert h.gc() == 1 and h.gc() == 0
+        h.apply({"t1": delay(0), "t2": delay(3)}, {"e": "bigint"}, at_us=6)
+        out = [{i: v.seq for i, v in h.last("t2").state.items()}]
+        for w in (7, 10):
+            h.release(w, at_us=w)
+            out.append({i: v.seq for i, v in h.last("t2").state.items()})
+        return out
+
+    assert run(False) == [{"a": 1, "b": 1}, {"a": 2, "b": 1}, {"a": 2, "b": 1}]
+    assert run(True) == [{"b": 1}, {"a": 2, "b": 1}, {"a": 2, "b": 1}]

@@ -9,6 +9,7 @@ spec file without Spark; :func:`spec_hash` is its fingerprint.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from waterline.spec.model import FeedSpec
 REFUSED = ("key", "event_time", "partitions", "partition_by")
 
 
+@functools.lru_cache(maxsize=256)
 def normal_policy(text: str) -> str:
     """A policy as sqlglot prints it back: reformatting a policy changes nothing."""
     try:

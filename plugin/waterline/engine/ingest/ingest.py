@@ -45,6 +45,7 @@ from waterline.engine.core.sqltext import quoted, sql_string
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta.commit import property_commit, table_unsupported, write_commit
 from waterline.engine.tables import feed_tables
+from waterline.engine.tables.applied_spec import check_schedules
 from waterline.engine.tables.feed_tables import FeedTables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.delta.storage import is_delta_table
@@ -98,6 +99,8 @@ def under_lease(spec: FeedSpec, attempt: Callable[[Lease], T], *, what: str, whe
     nothing committed. The partition ingest and the stream's micro-batch both write this way."""
     try:
         with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
+            # an apply may have rescheduled held while this run waited for the lease
+            check_schedules(spec, feed_tables.held_state(TableLog.open(spec.held_path), spec.feed))
             return retry_lost_races(lambda: attempt(lease), is_race=is_commit_conflict, before_retry=lease.check,
                                     what=f"feed {spec.feed}: {what}")
     except WaterlineError:

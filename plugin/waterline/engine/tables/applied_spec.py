@@ -102,6 +102,17 @@ def check_applied(spec: FeedSpec) -> None:
                                  f"(an apply did not finish); run `waterline apply {where}` again")
 
 
+def check_schedules(spec: FeedSpec, held: HeldState) -> None:
+    """Refuse a spec some of whose tiers held was rescheduled for under another policy (an
+    ingest or stream batch that started before an apply and got the lease after it): checked
+    under the lease, from held's state alone."""
+    for tier, policy in spec.tiers.items():
+        under = held.policies.get(tier)
+        if under is not None and under != normal_policy(policy):
+            raise SpecNotApplied(f"feed {spec.feed}: tier {tier}: held is scheduled for another policy than the "
+                                 f"spec's (an apply took effect); restart with the applied spec")
+
+
 def _columns(log: TableLog) -> set[str]:
     return {name for name, _ in log.columns()} if log.exists else set()
 
@@ -228,6 +239,6 @@ def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None
         return _record(spec, current.version + 1, now_us, diff.summary()), diff
 
 
-__all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied",
+__all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied", "check_schedules",
            "feed_waterline", "needs_engine",
            "needs_reschedule", "pending_changes", "unbuilt_tiers", "record_first", "specs_table", "stale_schedules", "unsupported"]
