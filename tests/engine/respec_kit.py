@@ -77,6 +77,8 @@ class Both:
         return removed
 
     def tier(self, tier: str) -> dict[tuple, str]:
+        if not TableLog.open(self.feed.spec.tier_path(tier)).exists:
+            return {}  # a tier added before any release: built by the feed's next release
         return {k: r["v"] for k, r in read_tier(self.spark, self.feed.spec, tier).items()}
 
     def oracle(self, tier: str) -> dict[tuple, str]:

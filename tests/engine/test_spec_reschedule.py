@@ -40,8 +40,10 @@ def test_a_shortened_delay_makes_pending_versions_due_at_once(spark, tmp_path):
     before = both.tier("d15")
     assert len(before) == 6  # events up to 10:25
 
+    assert not _status_at(both, "10:41").due  # the next version is due at 10:50 under the old policy
     both.apply({"d15": delay(10)})
     assert both.tier("d15") == before  # the apply publishes nothing itself
+    assert _status_at(both, "10:41").due  # rescheduled: the sensor's status calls a release now
     both.release("10:40")  # the same W: what the new policy shows there
     assert len(both.tier("d15")) == 7
     both.check()
@@ -113,6 +115,13 @@ def test_publishing_is_refused_while_held_is_rescheduled_for_an_unrecorded_spec(
     old.apply()  # back to the old policy: held rescheduled again, nothing recorded
     old.release(as_of=at("10:40"))
     assert len(both.tier("d15")) == 6
+
+
+def _status_at(both: Both, hhmm: str):
+    from waterline import Feed
+    from waterline.clock import FixedClock
+
+    return Feed(both.feed.spec, spark=both.spark, clock=FixedClock(at(hhmm))).status().tiers["d15"]
 
 
 def _true():

@@ -38,6 +38,8 @@ def read_feed_status(spec: FeedSpec, *, clock: Clock | None = None, tables: Feed
         due = (not t.hold) and next_due is not None and next_due <= w_release and (
             t.w is None or next_due > t.w or held.seq > t.seq
         )
+        if held.reconciles(tier, t) and not t.hold:  # an apply rescheduled it: its next release is due now
+            next_due, due = w_release if next_due is None else min(next_due, w_release), True
         tiers[tier] = TierStatus(
             tier=tier, w_us=t.w, seq=t.seq, hold=t.hold,
             lag_us=None if t.w is None else now - t.w,
