@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 PARTITION = "_wl_partition"
 SEQ = "_wl_seq"
 REMOVED = "_wl_removed"
@@ -34,3 +36,10 @@ def last(tier: str) -> str:
 
 def is_system(name: str) -> bool:
     return name.startswith(PREFIX)
+
+
+def added_payload(table_columns: Sequence[str]) -> list[str]:
+    """The payload columns `waterline apply` added to a table, in the order added: those after
+    its first system column (a table is created payload first; apply appends at the end)."""
+    first = next((i for i, name in enumerate(table_columns) if is_system(name)), len(table_columns))
+    return [name for name in table_columns[first:] if not is_system(name)]

@@ -40,6 +40,8 @@ STAGED_BEFORE_COMMIT = "staged:before-commit"  # a pre-staged release's files wr
 # `waterline apply` of a new tier or a changed policy on a live feed (engine.release.respec).
 APPLY_AFTER_RESCHEDULE = "apply:after-reschedule"  # held's schedule recomputed, new tiers not built, version not recorded
 APPLY_BEFORE_RECORD = "apply:before-record"  # held rescheduled and new tiers built, the spec version not recorded
+# `waterline apply` adding a column (issue 56): one table has it, the others and the spec version not yet.
+APPLY_AFTER_TABLE = "apply:after-table"
 # A Delta checkpoint of a table waterline commits to (at the table's checkpoint interval).
 CHECKPOINT_BEFORE = "checkpoint:before"  # a commit landed, its checkpoint not written
 CHECKPOINT_AFTER = "checkpoint:after"  # the checkpoint written, old log files not yet cleaned
@@ -52,7 +54,7 @@ FIRST_WRITES = (CREATE_HELD_BEFORE, CREATE_HELD_AFTER, CREATE_TIER_BEFORE, CREAT
 POINTS = (*FIRST_WRITES, INGEST_BEFORE_COMMIT, INGEST_AFTER_COMMIT, RELEASE_BEFORE_MERGE, RELEASE_BETWEEN_TIERS,
           RELEASE_BEFORE_PROPERTY, RELEASE_AFTER_TIERS, STAGED_BEFORE_COMMIT, APPLY_AFTER_RESCHEDULE,
           APPLY_BEFORE_RECORD, CHECKPOINT_BEFORE, CHECKPOINT_AFTER,
-          STREAM_BATCH_START, STREAM_BATCH_END)
+          STREAM_BATCH_START, STREAM_BATCH_END, APPLY_AFTER_TABLE)
 
 _reached: Counter[str] = Counter()
 

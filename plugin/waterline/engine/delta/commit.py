@@ -38,7 +38,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from waterline.engine.core import faults
@@ -110,6 +110,8 @@ class Commit:
     #: Further transactions the commit applies (a stream's (app, batch id) beside the held
     #: sequence): a replay of any of them skips the whole commit.
     also_txns: tuple[tuple[str, int], ...] = ()
+    #: A new schema the commit gives the table (``metaData``): columns `apply` adds.
+    schema_string: str | None = None
 
     @property
     def transactions(self) -> tuple[tuple[str, int], ...]:
@@ -118,7 +120,7 @@ class Commit:
     @property
     def blind_append(self) -> bool:
         """Adds only, nothing read: Delta's ``isBlindAppend`` (a commit with ``metaData`` is not)."""
-        return not (self.files.removes or self.files.cdcs or self.record_property)
+        return not (self.files.removes or self.files.cdcs or self.record_property or self.schema_string)
 
     def actions(self, *, read_version: int, metadata: Metadata, attempt: str, now_ms: int) -> list[Action]:
         """The commit file's actions, written on top of a table whose metadata is ``metadata``."""
@@ -130,8 +132,12 @@ class Commit:
             engine_info=self.engine, txn_id=attempt,
         )]
         out.extend(Txn(app, version, now_ms) for app, version in self.transactions)
+        if self.schema_string is not None:  # on the metadata after a rebase: others' properties kept
+            metadata = replace(metadata, schema_string=self.schema_string)
         if self.record_property and self.state is not None:
             out.append(metadata.with_property(PROPERTY, state_text(self.state)))
+        elif self.schema_string is not None:
+            out.append(metadata)
         out += [RemoveFile(r.path, r.partition_values, r.size, now_ms, r.data_change) for r in self.files.removes]
         out += self.files.adds
         out += self.files.cdcs
@@ -173,6 +179,13 @@ def event_commit(files: FileActions) -> Commit:
         raise ValueError("an event append adds files only")
     return Commit(operation="WRITE", engine=APPEND_ENGINE_INFO, state=None, files=files,
                   parameters={"mode": "Append", "partitionBy": "[]"})
+
+
+def schema_commit(schema_string: str, added: list[str]) -> Commit:
+    """A new schema and nothing else (what Spark's ``ALTER TABLE ... ADD COLUMNS`` commits):
+    ``added``, the columns it adds, for the commit's parameters."""
+    return Commit(operation="ADD COLUMNS", engine=APPEND_ENGINE_INFO, state=None,
+                  parameters={"columns": json.dumps(added)}, schema_string=schema_string)
 
 
 def write_commit(base: Snapshot, commit: Commit, *, max_rebases: int = MAX_REBASES,

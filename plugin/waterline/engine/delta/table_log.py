@@ -50,7 +50,8 @@ TAG = "waterline"
 _HISTORY_DEPTH = 50
 # Commits that never change which rows a table holds; anything else unknown (a RESTORE,
 # a DELETE by hand) ends a search for the last state of a partition.
-ROW_PRESERVING = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"})
+ROW_PRESERVING = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES",
+                            "ADD COLUMNS"})
 
 
 def commit_path(table: str, version: int) -> str:

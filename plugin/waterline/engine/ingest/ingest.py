@@ -127,6 +127,8 @@ class _Output:
     state: HeldState
     now_us: int
     hash_as_text: bool
+    #: payload columns `waterline apply` added to held: a trailing NULL one is left out of the row hash
+    hash_added: tuple[str, ...] = ()
 
     @property
     def valid(self) -> DataFrame:
@@ -171,7 +173,8 @@ def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lea
         prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
                               out.unparsed)
     seq = out.state.seq + 1
-    tagged = V.tagged(out.rows, out.schema, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text)
+    tagged = V.tagged(out.rows, out.schema, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text,
+                      added=out.hash_added)
     columns = V.version_columns(out.payload, spec.tiers)
     stored = V.stored_schema(out.schema, out.payload, spec.tiers, hash_as_text=out.hash_as_text)
     why_not = held_append.direct_unsupported(held_log, stored) if held_log.exists else "the held table is created"
@@ -207,7 +210,8 @@ def _read(spark: SparkSession, spec: FeedSpec, partition: str, clock: Clock) -> 
     rows = parsed.withColumn(REASON, reason_column(spec, late_before))
     return _Output(partition=partition, rows=rows, schema=StructType([*schema, StructField(REASON, StringType())]),
                    payload=payload, plans=plans, unparsed=unparsed, tables=tables, held_log=held_log, state=state,
-                   now_us=now, hash_as_text=hash_as_text)
+                   now_us=now, hash_as_text=hash_as_text,
+                   hash_added=tuple(C.added_payload(held_schema.fieldNames())) if held_schema is not None else ())
 
 
 def _append_directly(spark: SparkSession, spec: FeedSpec, out: _Output, tagged: DataFrame, prof: Profile | None, *,

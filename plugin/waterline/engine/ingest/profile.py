@@ -67,27 +67,45 @@ def _hashes_sql(schema: StructType, columns: Sequence[str]) -> tuple[str, str]:
     return f"xxhash64({values})", f"xxhash64({sql_string(_SALT)}, {values})"
 
 
-def row_hashes(of: DataFrame | StructType, columns: Sequence[str]) -> tuple[Column, Column]:
+def row_hashes(of: DataFrame | StructType, columns: Sequence[str], *,
+               added: Sequence[str] = ()) -> tuple[Column, Column]:
     """Two independent 64-bit hashes of the named columns' values, NULLs included (``of``: the
     frame, or its schema when the caller knows it: asking a frame is a round trip under Connect).
 
+    ``added``: the columns `waterline apply` added (in the order added). A row hashes as if
+    the trailing ones that are NULL did not exist, so a version written before a column was
+    added and a re-ingest producing NULL in it hash alike: the new column alone makes no
+    row look changed, a value in it does (docs/decisions.md "New output columns on a live feed").
+
     Built as SQL text, one expression each: a Column built call by call costs a
     py4j round trip per call (tens of milliseconds for a few columns)."""
-    h1, h2 = _hashes_sql(_schema(of), columns)
-    return F.expr(h1), F.expr(h2)
+    schema = _schema(of)
+    added = [c for c in added if c in columns]
+    base = [c for c in columns if c not in added]
+    default = _hashes_sql(schema, base)
+    if not added:
+        return F.expr(default[0]), F.expr(default[1])
+    branches = [(added[k - 1], _hashes_sql(schema, [*base, *added[:k]])) for k in range(len(added), 0, -1)]
+
+    def case(i: int) -> str:
+        whens = " ".join(f"WHEN {quoted(column)} IS NOT NULL THEN {pair[i]}" for column, pair in branches)
+        return f"CASE {whens} ELSE {default[i]} END"
+
+    return F.expr(case(0)), F.expr(case(1))
 
 
 def _schema(of: DataFrame | StructType) -> StructType:
     return of if isinstance(of, StructType) else of.schema
 
 
-def row_hash(of: DataFrame | StructType, columns: Sequence[str], *, as_text: bool = False) -> Column:
+def row_hash(of: DataFrame | StructType, columns: Sequence[str], *, as_text: bool = False,
+             added: Sequence[str] = ()) -> Column:
     """`_wl_hash`: the pair as `STRUCT<h1: BIGINT, h2: BIGINT>`; equal payloads, equal hashes.
 
     Held tables written before the struct (when it was 32 hex digits, which cost
     the 1M-row write 0.3-0.7 s more) keep their type: ``as_text=True``.
     """
-    h1, h2 = row_hashes(of, columns)
+    h1, h2 = row_hashes(of, columns, added=added)
     if as_text:
         return F.concat(F.lpad(F.hex(h1), 16, "0"), F.lpad(F.hex(h2), 16, "0"))
     return F.struct(h1.alias("h1"), h2.alias("h2"))

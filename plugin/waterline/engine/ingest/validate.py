@@ -107,5 +107,6 @@ def check_schema(spec: FeedSpec, held: StructType, output: StructType) -> None:
     raise WaterlineError(
         f"feed {spec.feed}: output schema differs from the held table's: "
         + "; ".join(p for p in parts if p)
-        + " (schema evolution is not supported yet: write to a new warehouse or keep the columns)"
+        + " (a new column takes effect through `waterline apply` with a transform that names its output "
+        "columns; a removed or retyped column is refused: keep it, or add a new column)"
     )

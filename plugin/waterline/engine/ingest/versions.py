@@ -34,9 +34,10 @@ VALID = f"{REASON} IS NULL"  # SQL text: a Column needs a running session
 
 
 def tagged(rows: DataFrame, schema: StructType, payload: list[str], partition: str,
-           plans: Mapping[str, ReleasePlan], *, seq: int, hash_as_text: bool) -> DataFrame:
+           plans: Mapping[str, ReleasePlan], *, seq: int, hash_as_text: bool,
+           added: tuple[str, ...] = ()) -> DataFrame:
     """Every output row, valid or not, as a new version of it would be stored: the row hash,
-    partition, schedule per tier, sequence. The quarantine reason (and the source, when
+    partition, schedule per tier, sequence (``added``: see `row_hash`). The quarantine reason (and the source, when
     rows carry it) stay, for the filter and the profile. ``schema``: of ``rows``.
 
     One projection (two when a tier has several branches): each DataFrame step is an
@@ -45,7 +46,7 @@ def tagged(rows: DataFrame, schema: StructType, payload: list[str], partition: s
     kept = [*payload, REASON, *([SOURCE_COLUMN] if SOURCE_COLUMN in schema.names else [])]
     out = rows.select(
         *kept,
-        row_hash(schema, payload, as_text=hash_as_text).alias(C.HASH),
+        row_hash(schema, payload, as_text=hash_as_text, added=added).alias(C.HASH),
         F.lit(partition).alias(C.PARTITION),
         F.lit(False).alias(C.REMOVED),
         F.lit("insert").alias(KIND),

@@ -20,11 +20,13 @@ import pyarrow as pa
 from waterline.engine.core import columns as C
 from waterline.engine.core.state import HeldState
 from waterline.engine.delta import storage
+from waterline.engine.tables import added_columns
 from waterline.engine.delta.event_table import EventTable
 from waterline.engine.delta.table_log import TableLog
 from waterline.engine.tables import feed_tables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.errors import SpecNotApplied, WaterlineError
+from waterline.semantics.spec_history import WIDENINGS
 from waterline.spec import FeedSpec
 from waterline.spec.release_part import SpecDiff, normal_policy, release_part, spec_diff, spec_hash
 
@@ -153,15 +155,16 @@ def record_first(spec: FeedSpec, now_us: int) -> AppliedSpec:
         return current if current is not None else _record(spec, 1, now_us, "first ingest")
 
 
-def unsupported(spec: FeedSpec, diff: SpecDiff) -> list[str]:
-    """Changes the engine cannot honour yet (issue 56: column addition), each as a line. A tier
-    added and a policy changed take effect at `apply` (held rescheduled, the new tier built at
-    the feed's W: `waterline.engine.release.respec`)."""
-    if not TableLog.open(spec.held_path).exists:
-        return []  # nothing held or published yet: every change takes effect as a fresh spec
-    out = [f"column {c} added after data was ingested" for c in diff.columns_added]
-    out += [f"column {c} retyped after data was ingested" for c, _, _ in diff.columns_retyped]
-    return out
+#: Why a column's type cannot change on a live feed, even where it only widens (docs/decisions.md
+#: "New output columns on a live feed").
+RETYPE_REFUSED = ("type widening needs Delta's typeWidening reader feature, which this engine's commit writer, "
+                  "deltalake, polars and the sharing server do not honour; add a new column instead")
+
+
+def _retype_refusal(column: str, old: str, new: str) -> str:
+    if (old, new) in WIDENINGS:
+        return f"column {column}: {old} -> {new}: {RETYPE_REFUSED}"
+    return f"column {column}: {old} -> {new} is no widening: published values may not fit; keep the type or add a new column"
 
 
 def needs_reschedule(spec: FeedSpec) -> list[str]:
@@ -207,6 +210,16 @@ def all_tiers(spec: FeedSpec) -> list[str]:
     return list(names)
 
 
+def _add_columns(spec: FeedSpec, diff: SpecDiff) -> None:
+    """Held and every tier table gain the columns the spec adds (nothing before the first
+    ingest: the tables are created with them); each table only once, so a killed apply that
+    is run again finishes the tables it had not reached."""
+    if not diff.columns_added or not TableLog.open(spec.held_path).exists:
+        return
+    types = release_part(spec)["columns"]
+    added_columns.add_columns(spec, {c: types[c] for c in diff.columns_added})
+
+
 def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None) -> tuple[AppliedSpec, SpecDiff]:
     """Make the spec file's release part the applied spec, under the feed lease: the version
     recorded (the newest one unchanged when nothing differs) and what changed.
@@ -218,12 +231,12 @@ def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None
     apply (with either spec file) recomputes what differs and records the version."""
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         current, diff = pending_changes(spec)
-        if diff.refused:
-            raise WaterlineError(f"feed {spec.feed}: apply refused: {diff.refused[0]}")
-        later = unsupported(spec, diff) if current is not None else []
-        if later:
-            raise WaterlineError(f"feed {spec.feed}: apply: {later[0]}: not supported by the engine yet "
-                                 "(adding or retiring a tier, changing a policy, the waterline or the time zone is)")
+        refused = list(diff.refused)
+        if TableLog.open(spec.held_path).exists:  # before any data, a column's type may still change
+            refused += [_retype_refusal(c, a, b) for c, a, b in diff.columns_retyped]
+        if refused:
+            raise WaterlineError(f"feed {spec.feed}: apply refused: {refused[0]}")
+        _add_columns(spec, diff)  # before held is rescheduled and the version recorded: both find them
         log = TableLog.open(spec.held_path)
         stale = stale_schedules(spec, current, feed_tables.held_state(log, spec.feed), _columns(log))
         if reschedule is not None and log.exists:
@@ -241,4 +254,4 @@ def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None
 
 __all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied", "check_schedules",
            "feed_waterline", "needs_engine",
-           "needs_reschedule", "pending_changes", "unbuilt_tiers", "record_first", "specs_table", "stale_schedules", "unsupported"]
+           "needs_reschedule", "pending_changes", "unbuilt_tiers", "record_first", "specs_table", "stale_schedules"]

@@ -281,14 +281,15 @@ def _prepare(spark: SparkSession, spec: FeedSpec, output: DataFrame, held_log: T
                             F.when(partition.isNull(), F.lit("partition_by gave NULL")))
     rows = parsed.withColumns({C.PARTITION: F.when(~removal, partition),
                                REASON: F.when(removal, key_reason).otherwise(row_reason)})
-    return W.Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text)
+    added = tuple(C.added_payload(held_schema.fieldNames())) if held_schema is not None else ()
+    return W.Batch(rows=rows, schema=schema, payload=payload, hash_as_text=hash_as_text, hash_added=added)
 
 
 def _tags(batch: W.Batch, plans) -> tuple[dict[str, Column], dict[str, Column]]:
     """A record's row hash and schedule columns; then those that read the schedule's first
     columns (`schedule.schedule_columns`)."""
     first, later = schedule_columns(plans)
-    return {C.HASH: row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text), **first}, later
+    return {C.HASH: row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text, added=batch.hash_added), **first}, later
 
 
 def _create_held(spark: SparkSession, spec: FeedSpec, batch: W.Batch, plans) -> TableLog:

@@ -43,6 +43,7 @@ class Batch:
     schema: StructType  # the payload's, as the output gives it (event time parsed)
     payload: list[str]
     hash_as_text: bool
+    hash_added: tuple[str, ...] = ()  # payload columns apply added to held (`profile.row_hash`)
 
 
 def _row_aggregates(spec: FeedSpec) -> list[Column]:
