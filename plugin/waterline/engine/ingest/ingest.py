@@ -173,8 +173,8 @@ def _ingest_output(spark: SparkSession, spec: FeedSpec, out: _Output, lease: Lea
         prof = _with_unparsed(profile_checking_duplicates(spec, partition, out.rows, out.payload, out.plans),
                               out.unparsed)
     seq = out.state.seq + 1
-    tagged = V.tagged(out.rows, out.schema, out.payload, partition, out.plans, seq=seq, hash_as_text=out.hash_as_text,
-                      added=out.hash_added)
+    tagged = V.tagged(out.rows, out.schema, out.payload, partition, out.plans, seq=seq,
+                      hash_as_text=V.HashForm(out.hash_as_text, out.hash_added))
     columns = V.version_columns(out.payload, spec.tiers)
     stored = V.stored_schema(out.schema, out.payload, spec.tiers, hash_as_text=out.hash_as_text)
     why_not = held_append.direct_unsupported(held_log, stored) if held_log.exists else "the held table is created"

@@ -36,6 +36,15 @@ _MASK_WIDTH = 62  # null flags per BIGINT mask
 
 
 @dataclass(frozen=True)
+class HashForm:
+    """How a held table stores its row hash: as text (tables from before the struct), and the
+    payload columns `waterline apply` added to it, in order (see `row_hashes`)."""
+
+    as_text: bool = False
+    added: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Profile:
     rows: int
     valid: int

@@ -21,7 +21,7 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.races import new_token
 from waterline.engine.ingest.collected_versions import KIND
 from waterline.engine.spark import observed
-from waterline.engine.ingest.profile import row_hash
+from waterline.engine.ingest.profile import HashForm, row_hash
 from waterline.engine.tables.schedule import removal_schedule, schedule_columns
 from waterline.engine.ingest.source import SOURCE_COLUMN
 from waterline.engine.tables.spark_tables import read_delta
@@ -34,19 +34,20 @@ VALID = f"{REASON} IS NULL"  # SQL text: a Column needs a running session
 
 
 def tagged(rows: DataFrame, schema: StructType, payload: list[str], partition: str,
-           plans: Mapping[str, ReleasePlan], *, seq: int, hash_as_text: bool,
-           added: tuple[str, ...] = ()) -> DataFrame:
+           plans: Mapping[str, ReleasePlan], *, seq: int, hash_as_text: bool | HashForm) -> DataFrame:
     """Every output row, valid or not, as a new version of it would be stored: the row hash,
-    partition, schedule per tier, sequence (``added``: see `row_hash`). The quarantine reason (and the source, when
+    partition, schedule per tier, sequence (``hash_as_text``: a bool, or the `HashForm` with the
+    columns apply added). The quarantine reason (and the source, when
     rows carry it) stay, for the filter and the profile. ``schema``: of ``rows``.
 
     One projection (two when a tier has several branches): each DataFrame step is an
     analysis of the whole plan on the driver, tens of milliseconds at this size."""
+    form = hash_as_text if isinstance(hash_as_text, HashForm) else HashForm(as_text=hash_as_text)
     first, later = schedule_columns(plans)
     kept = [*payload, REASON, *([SOURCE_COLUMN] if SOURCE_COLUMN in schema.names else [])]
     out = rows.select(
         *kept,
-        row_hash(schema, payload, as_text=hash_as_text, added=added).alias(C.HASH),
+        row_hash(schema, payload, as_text=form.as_text, added=form.added).alias(C.HASH),
         F.lit(partition).alias(C.PARTITION),
         F.lit(False).alias(C.REMOVED),
         F.lit("insert").alias(KIND),
