@@ -383,9 +383,10 @@ class Feed:
         """Make this spec's release part (tiers, policies, columns, key, event time, partitioning,
         time zone, waterline) the feed's applied spec, under the feed lease: the spec version in
         force after it and what changed (nothing: the applied version, unchanged). Refused in one
-        line: a changed key, event time or partitioning, a removed column, and (not yet in the
-        engine) a new or retyped column. A tier added or a policy changed on a live feed starts
-        Spark: held's schedule is recomputed and the new tier built at the feed's W first
+        line: a changed key, event time or partitioning, a removed or retyped column. A new output
+        column is added to held and every tier table (nullable; older versions read NULL) before
+        the version is recorded, without Spark. A tier added or a policy changed on a live feed
+        starts Spark: held's schedule is recomputed and the new tier built at the feed's W first
         (docs/semantics.md, "When the spec changes"); any other change needs no Spark."""
         if applied_spec.needs_engine(self.spec):
             return _spark_room().apply(self.spark, self.spec, clock=self.clock)

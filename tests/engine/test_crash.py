@@ -233,3 +233,42 @@ def test_kill_between_the_held_write_and_its_commit_leaves_files_gc_deletes(spar
     assert orphan_tokens(spec.held_path, now_s=time.time(), older_than_s=0) == []
     after_gc = {k: v for k, v in _tables(spark, tmp_path).items() if k != "held"}  # gc drops dead held versions
     assert after_gc == {k: v for k, v in reference.items() if k != "held"}
+
+
+_APPLY = ("import sys; from pathlib import Path; from tests.engine.test_spec_apply_columns import _spec; "
+          "from waterline import Feed; print(Feed(_spec(Path(sys.argv[1]), venue=True)).apply()[0].version)")
+
+
+@pytest.mark.parametrize("point", [f"{faults.APPLY_AFTER_TABLE}@1", f"{faults.APPLY_AFTER_TABLE}@2"])
+def test_kill_while_apply_adds_a_column_then_rerun_completes(spark, tmp_path, point):
+    """Killed after held (@1) or held and one tier (@2) gained the column: the spec version is
+    not recorded, and the next apply adds it to the tables still without it, once each."""
+    from tests.engine.test_spec_apply_columns import TIERS as APPLY_TIERS
+    from tests.engine.test_spec_apply_columns import Run, _row, _spec
+    from tests.engine.feedkit import far_future_clock
+    from waterline import Feed
+    from waterline.engine.tables import applied_spec
+
+    run = Run(spark, tmp_path)
+    run.ingest("a", [_row(1, 0, "x"), _row(2, 5, "y")])
+    run.release(25)
+    env = dict(os.environ, PYTHONPATH=str(REPO), **{faults.ENV: point})
+    killed = subprocess.run([sys.executable, "-c", _APPLY, str(tmp_path)], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    paths = [run.feed.spec.held_path, *[run.feed.spec.tier_path(t) for t in APPLY_TIERS]]
+    having = [("venue", "string") in TableLog.open(p).columns() for p in paths]
+    assert having == [i < int(point[-1]) for i in range(len(paths))]
+    assert applied_spec.applied(run.feed.spec).version == 1  # recorded only after every table has it
+
+    done = subprocess.run([sys.executable, "-c", _APPLY, str(tmp_path)], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr
+    for path in paths:
+        log = TableLog.open(path)
+        assert ("venue", "string") in log.columns(), path
+        assert [c["operation"] for c in log.history(50)].count("ADD COLUMNS") == 1, path
+    run.feed = Feed(_spec(tmp_path, venue=True), spark=spark, clock=far_future_clock())
+    run.oracle.apply(run.oracle.spec.tiers, {"v": "string", "venue": "string"}, run.oracle.now_us)
+    assert run.ingest("a", [_row(1, 0, "x", "XNYS"), _row(2, 5, "y")]) == 1
+    run.release(30)

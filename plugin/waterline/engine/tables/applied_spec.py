@@ -232,7 +232,7 @@ def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None
     with feed_lease(spec.feed_dir, feed=spec.feed) as lease:
         current, diff = pending_changes(spec)
         refused = list(diff.refused)
-        if TableLog.open(spec.held_path).exists:  # before any data, a column's type may still change
+        if TableLog.open(spec.held_path).exists:  # before any data a type may change: nothing holds it yet
             refused += [_retype_refusal(c, a, b) for c, a, b in diff.columns_retyped]
         if refused:
             raise WaterlineError(f"feed {spec.feed}: apply refused: {refused[0]}")
