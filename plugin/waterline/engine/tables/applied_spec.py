@@ -157,8 +157,8 @@ def record_first(spec: FeedSpec, now_us: int) -> AppliedSpec:
 
 #: Why a column's type cannot change on a live feed, even where it only widens (docs/decisions.md
 #: "New output columns on a live feed").
-RETYPE_REFUSED = ("type widening needs Delta's typeWidening reader feature, which this engine's commit writer, "
-                  "deltalake, polars and the sharing server do not honour; add a new column instead")
+RETYPE_REFUSED = ("type widening needs Delta's typeWidening table feature, which waterline's commit writer and "
+                  "the sharing server's parquet answers (reader protocol 1) do not honour; add a new column instead")
 
 
 def _retype_refusal(column: str, old: str, new: str) -> str:
