@@ -164,7 +164,8 @@ RETYPE_REFUSED = ("type widening needs Delta's typeWidening table feature, which
 def _retype_refusal(column: str, old: str, new: str) -> str:
     if (old, new) in WIDENINGS:
         return f"column {column}: {old} -> {new}: {RETYPE_REFUSED}"
-    return f"column {column}: {old} -> {new} is no widening: published values may not fit; keep the type or add a new column"
+    return (f"column {column}: {old} -> {new} is no widening: published values may not fit; "
+            "keep the type or add a new column")
 
 
 def needs_reschedule(spec: FeedSpec) -> list[str]:

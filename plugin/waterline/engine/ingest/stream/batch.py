@@ -289,7 +289,8 @@ def _tags(batch: W.Batch, plans) -> tuple[dict[str, Column], dict[str, Column]]:
     """A record's row hash and schedule columns; then those that read the schedule's first
     columns (`schedule.schedule_columns`)."""
     first, later = schedule_columns(plans)
-    return {C.HASH: row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text, added=batch.hash_added), **first}, later
+    hashed = row_hash(batch.schema, batch.payload, as_text=batch.hash_as_text, added=batch.hash_added)
+    return {C.HASH: hashed, **first}, later
 
 
 def _create_held(spark: SparkSession, spec: FeedSpec, batch: W.Batch, plans) -> TableLog:
