@@ -125,3 +125,24 @@ def test_the_release_sensor_skips_a_tick_on_an_unapplied_spec_and_runs_once_appl
     Feed(changed, clock=FixedClock(T0)).apply()
     applied = build_release_sensor(changed, job=None, clock=FixedClock(T0)).evaluate_tick(build_sensor_context())
     assert "spec not applied" not in (applied.skip_message or "")
+
+
+def test_the_applied_spec_read_is_kept_until_the_table_moves(tmp_path):
+    """`history` reads `_wl_specs` once per table version: a version appended by another
+    process, and a table deleted and made again, are read afresh."""
+    import shutil
+
+    from waterline.engine.tables import applied_spec
+
+    feed = _feed(tmp_path)
+    feed.apply()
+    first = applied_spec.history(feed.spec)
+    assert applied_spec.history(feed.spec) is first  # kept: nothing moved
+    retired = _feed(tmp_path, {"rt": "TRUE"})
+    applied_spec._record(retired.spec, 2, T0 + 1, "by another process")  # what its apply appends
+    assert [a.version for a in applied_spec.history(feed.spec)] == [1, 2]
+    assert applied_spec.in_force(retired.spec) == 2
+    shutil.rmtree(tmp_path / "wh" / "f" / "_wl_specs")
+    assert applied_spec.history(feed.spec) == () and applied_spec.in_force(feed.spec) is None
+    retired.apply()
+    assert [(a.version, a.changes) for a in applied_spec.history(feed.spec)] == [(1, "first apply")]

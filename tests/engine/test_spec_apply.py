@@ -37,3 +37,13 @@ def test_a_retired_tier_is_released_no_more_and_keeps_its_table(spark, tmp_path)
     assert {k: r["v"] for k, r in read_tier(spark, retired.spec, "rt").items()} == {
         ("a", 1): "y", ("a", 2): "x", ("a", 3): "x"}
     assert read_tier(spark, feed.spec, "d15") == before  # kept as of its last release
+    # every release commit names the spec version it was released under
+    assert _named_versions(feed.spec, "rt") == [1, 2] and _named_versions(feed.spec, "d15") == [1]
+
+
+def _named_versions(spec, tier):
+    from waterline.engine.delta.table_log import TableLog
+    from waterline.engine.proof.commit_record import commit_records
+
+    records, _ = commit_records(TableLog.open(spec.tier_path(tier)))
+    return [c.spec for _, c in sorted(records.items()) if c.operation != "CREATE TABLE" and c.w_us is not None]

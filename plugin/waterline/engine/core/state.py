@@ -127,7 +127,9 @@ class TierState:
     ``w`` is W_T (None before the first release), ``seq`` the held ingest
     sequence applied, ``next_due`` the next instant after W_T at which a held
     version changes the tier (None: none known), ``pending`` the versions not
-    yet taken over at W_T, ``n`` the table's waterline commit number.
+    yet taken over at W_T, ``n`` the table's waterline commit number, ``spec`` the applied
+    spec version the release was released under (`waterline.engine.tables.applied_spec`;
+    None: written before waterline recorded it, or by a feed with no recorded version).
     """
 
     tier: str | None = None
@@ -139,6 +141,7 @@ class TierState:
     n: int = 0
     op: str | None = None
     token: str | None = None
+    spec: int | None = None
 
     def evolve(self, **changes: Any) -> TierState:
         return replace(self, **changes)
@@ -154,7 +157,7 @@ class TierState:
             tier=data.get("tier"), w=_optional_int(data.get("w")), seq=int(data.get("seq") or 0),
             hold=bool(data.get("hold", False)), next_due=_optional_int(data.get("next_due")),
             pending=int(data.get("pending") or 0), n=int(data.get("n") or 0), op=data.get("op"),
-            token=data.get("token"),
+            token=data.get("token"), spec=_optional_int(data.get("spec")),
         )
 
 

@@ -39,6 +39,7 @@ class CommitRecord:
     changes_rows: bool  # False for commits that keep every row (OPTIMIZE, properties, vacuum)
     w_us: int | None = None  # W_T recorded by the commit (waterline's commits)
     seq: int | None = None
+    spec: int | None = None  # the applied spec version it was released under (None: not recorded)
 
 
 def commit_records(log: TableLog) -> tuple[dict[int, CommitRecord], int | None]:
@@ -65,7 +66,8 @@ def commit_records(log: TableLog) -> tuple[dict[int, CommitRecord], int | None]:
         out[version] = CommitRecord(
             version=version, committed_us=upper, store_us=store_us, writer_us=writer_us, operation=operation,
             changes_rows=operation not in ROW_PRESERVING, w_us=None if w is None else int(w),
-            seq=None if state.get("seq") is None else int(state["seq"]))
+            seq=None if state.get("seq") is None else int(state["seq"]),
+            spec=None if state.get("spec") is None else int(state["spec"]))
     return out, readable
 
 

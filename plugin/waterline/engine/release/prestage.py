@@ -38,7 +38,7 @@ from waterline.engine.delta.arrow_files import DataFile
 from waterline.engine.delta.commit import FileActions, table_unsupported
 from waterline.engine.delta.gate import warn_slow_path
 from waterline.engine.delta.table_log import TableLog
-from waterline.engine.tables import feed_tables
+from waterline.engine.tables import applied_spec, feed_tables
 from waterline.engine.release.prestaged import StagedRelease, StagedTier, stage_folder
 from waterline.engine.release.step_files import FILE_COLUMN, change_actions, counted_changes, inserts_staged, stage_tier
 from waterline.engine.spark import observed
@@ -78,6 +78,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         if reason is not None:
             log.info("feed %s: release not pre-staged: tier %s: %s", spec.feed, tier, reason)
             return None
+    version = applied_spec.in_force(spec)  # checked again under the lease before the commit
     held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
     target = target_us if target_us is not None else target_waterline(spec, held_state, w_us, w_us)
@@ -106,7 +107,8 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         spark_held = _read(spark, spec.held_path, held_log.version).filter(f"{C.SEQ} <= {seq}") if in_spark else None
         outlooks = tier_outlook(spark_held, files, in_spark) if in_spark else {}
         for step, scope, read in planned:
-            state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False, n=step.n, token=token)
+            state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False, n=step.n, token=token,
+                              spec=version)
             ctx = StepContext(spec=spec, step=step, state=state, tier_log=tier_logs[step.tier], scope=scope,
                               single=single)
             if read is None:
@@ -122,7 +124,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
             staged_tiers.append(_stage_small(spark, ctx, held, held_schema))
     return StagedRelease(
         feed=spec.feed, token=token, w_us=target, seq=seq, held=held_log.snapshot(), staged_at_us=clock.now_us(),
-        steps=tuple(staged_tiers), settled=tuple(settled),
+        steps=tuple(staged_tiers), settled=tuple(settled), spec_version=version,
     )
 
 

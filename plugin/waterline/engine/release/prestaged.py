@@ -42,7 +42,7 @@ from waterline.engine.delta.commit import (
 )
 from waterline.engine.delta.stages import GC_AFTER_S, MAX_STAGE_AGE_US, discard_stage, orphan_tokens, table_stage_folder
 from waterline.engine.delta.table_log import APP_COMMIT, Snapshot, TableLog
-from waterline.engine.tables import feed_tables
+from waterline.engine.tables import applied_spec, feed_tables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.spec import FeedSpec
 
@@ -85,6 +85,7 @@ class StagedRelease:
     staged_at_us: int
     steps: tuple[StagedTier, ...]
     settled: tuple[TierRelease, ...] = ()
+    spec_version: int | None = None  # the applied spec version its commits name
 
     @property
     def files(self) -> int:
@@ -93,9 +94,12 @@ class StagedRelease:
 
 def still_valid(spec: FeedSpec, staged: StagedRelease, now_us: int) -> str | None:
     """Why the stage no longer applies at ``now_us`` (read from the logs), or None. Checks the
-    held table and the clock; every tier's check is `tier_conflicts`."""
+    held table, the applied spec version and the clock; every tier's check is `tier_conflicts`."""
     if now_us - staged.staged_at_us > MAX_STAGE_AGE_US:
         return "stage too old"
+    version = applied_spec.in_force(spec)  # a spec applied since the stage: computed under another policy
+    if version != staged.spec_version:
+        return f"spec version {staged.spec_version} -> {version} applied since the stage"
     held = TableLog.open(spec.held_path)
     if held.version != staged.held.version:
         try:  # only commits that kept every held row (a user's OPTIMIZE) may lie between

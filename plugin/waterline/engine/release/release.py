@@ -31,7 +31,7 @@ from waterline.engine.core.state import TierState
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.engine.release.prestaged import StagedCommit, commit_staged, discard
 from waterline.engine.delta.table_log import APP_COMMIT, TableLog
-from waterline.engine.tables import feed_tables
+from waterline.engine.tables import applied_spec, feed_tables
 from waterline.engine.spark.commits import commit_state, record_state
 from waterline.engine.spark.conflicts import is_commit_conflict
 from waterline.engine.release.planning import PRESENT, REASON, desired_rows, plan_step, tier_outlook
@@ -84,6 +84,7 @@ def with_committed(committed: list[ReleaseResult], result: ReleaseResult) -> Rel
 def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, clock: Clock,
                     lease: Lease, committed: list[ReleaseResult], tiers: tuple[str, ...]) -> ReleaseResult:
     now = clock.now_us()
+    version = applied_spec.in_force(spec)  # under the lease: no apply comes between it and the commits
     held_log = TableLog.open(spec.held_path)
     held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
@@ -122,7 +123,7 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
             for i, step in enumerate(steps):
                 faults.boundary(faults.RELEASE_BEFORE_MERGE if i == 0 else faults.RELEASE_BETWEEN_TIERS)
                 scope = candidate_scope(files, step.tier, low=step.low, s0=step.since, w=step.w)
-                ctx = _step_context(spark, spec, step, scope, single, outlooks[step.tier])
+                ctx = _step_context(spark, spec, step, scope, single, outlooks[step.tier], version)
                 results[step.tier] = _apply(spark, ctx, held, lease=lease)
             faults.boundary(faults.RELEASE_AFTER_TIERS)
     results = {t: results[t] for t in tiers if t in results}
@@ -159,12 +160,13 @@ def rehearse(spark: SparkSession, spec: FeedSpec, *, w_us: int) -> None:
 
 
 def _step_context(spark: SparkSession, spec: FeedSpec, step: TierStep, scope: CandidateScope, single: set[str],
-                  outlook: tuple[int | None, int]) -> StepContext:
-    """The step as the Spark path applies it: the tier's new state (next due, pending) and
-    its log read after the tier has its change data feed."""
+                  outlook: tuple[int | None, int], version: int | None) -> StepContext:
+    """The step as the Spark path applies it: the tier's new state (next due, pending, the
+    spec ``version`` it is released under) and its log read after the tier has its change
+    data feed."""
     next_due, pending = outlook
     state = TierState(op="release", tier=step.tier, w=step.w, seq=step.seq, hold=False,
-                      next_due=next_due, pending=pending, n=step.n, token=new_token())
+                      next_due=next_due, pending=pending, n=step.n, token=new_token(), spec=version)
     path = spec.tier_path(step.tier)
     ensure_change_feed(spark, path)  # tiers created before they kept a change data feed
     return StepContext(spec=spec, step=step, state=state, tier_log=TableLog.open(path), scope=scope, single=single)

@@ -12,6 +12,7 @@ one read of a small table, no JVM.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -22,7 +23,8 @@ from waterline.engine.core.state import HeldState
 from waterline.engine.delta import storage
 from waterline.engine.tables import added_columns
 from waterline.engine.delta.event_table import EventTable
-from waterline.engine.delta.table_log import TableLog
+from waterline.engine.delta.objects import read_object
+from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.engine.tables import feed_tables
 from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.errors import SpecNotApplied, WaterlineError
@@ -61,18 +63,44 @@ def specs_table(spec: FeedSpec) -> EventTable:
                       description=f"waterline: the applied spec versions of feed {spec.feed}")
 
 
-def applied(spec: FeedSpec) -> AppliedSpec | None:
-    """The newest applied spec version, or None when none was recorded yet."""
-    table = specs_table(spec)
-    if not TableLog.open(table.path).exists:
-        return None
-    rows = table.read().to_pylist()
-    if not rows:
-        return None
-    row = max(rows, key=lambda r: r["version"])
+# Per process: a table's path -> (its log version, that commit file's bytes, every version
+# recorded). `_wl_specs` only grows, so a read is still whole while its next commit file is
+# absent and its last one unchanged (a table deleted and made again is read again). The
+# sensor reads it every tick, a release twice (before Spark and under the lease); each such
+# read is then two object reads, no table read.
+_READ: dict[str, tuple[int, bytes, tuple[AppliedSpec, ...]]] = {}
+_READ_LOCK = threading.Lock()
+
+
+def history(spec: FeedSpec) -> tuple[AppliedSpec, ...]:
+    """Every recorded spec version, oldest first (empty when none was recorded yet)."""
+    path = specs_table(spec).path
+    with _READ_LOCK:
+        known = _READ.get(path)
+    if known is not None and read_object(commit_path(path, known[0] + 1)) is None \
+            and read_object(commit_path(path, known[0])) == known[1]:
+        return known[2]
+    log = TableLog.open(path)
+    if not log.exists or log.version is None:
+        return ()
+    versions = tuple(sorted((_version(row) for row in log.to_arrow().to_pylist()), key=lambda a: a.version))
+    last = read_object(commit_path(path, log.version))
+    if last is not None:
+        with _READ_LOCK:
+            _READ[path] = (log.version, last, versions)
+    return versions
+
+
+def _version(row: dict[str, Any]) -> AppliedSpec:
     at = row["applied_at"]
     micros = int(at.timestamp()) * 1_000_000 + at.microsecond
     return AppliedSpec(row["version"], row["hash"], micros, json.loads(row["release_part"]), row["changes"])
+
+
+def applied(spec: FeedSpec) -> AppliedSpec | None:
+    """The newest applied spec version, or None when none was recorded yet."""
+    versions = history(spec)
+    return versions[-1] if versions else None
 
 
 def pending_changes(spec: FeedSpec) -> tuple[AppliedSpec | None, SpecDiff]:
@@ -86,11 +114,11 @@ def pending_changes(spec: FeedSpec) -> tuple[AppliedSpec | None, SpecDiff]:
     return current, spec_diff(current.part, part)
 
 
-def check_applied(spec: FeedSpec) -> None:
+def check_applied(spec: FeedSpec) -> AppliedSpec | None:
     """Refuse, in one line naming the difference, a spec whose release part differs from the
     applied one (a feed with no recorded version yet passes: its first ingest records it), or
     whose tiers' schedules in held were recomputed for another policy (an apply that stopped
-    before it recorded its version)."""
+    before it recorded its version); the applied version (None: none recorded)."""
     current, diff = pending_changes(spec)
     where = spec.spec_file or "SPEC"
     if diff:
@@ -102,6 +130,7 @@ def check_applied(spec: FeedSpec) -> None:
         if stale:
             raise SpecNotApplied(f"feed {spec.feed}: held's schedule of tier {stale[0]} is not the applied policy's "
                                  f"(an apply did not finish); run `waterline apply {where}` again")
+    return current
 
 
 def check_schedules(spec: FeedSpec, held: HeldState) -> None:
@@ -134,6 +163,15 @@ def stale_schedules(spec: FeedSpec, current: AppliedSpec | None, held: HeldState
         if under != normal_policy(policy):
             out.append(tier)
     return out
+
+
+def in_force(spec: FeedSpec) -> int | None:
+    """The number of the applied spec version a release under ``spec`` is released under (read
+    under the feed lease, which `apply` takes too, so no apply comes between it and the commit);
+    None for a feed with no recorded version (its commits are judged by the spec of the day).
+    A spec that differs from the applied one is refused as `check_applied` refuses it."""
+    current = check_applied(spec)
+    return None if current is None else current.version
 
 
 def _record(spec: FeedSpec, version: int, now_us: int, changes: str) -> AppliedSpec:
@@ -253,6 +291,6 @@ def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None
         return _record(spec, current.version + 1, now_us, diff.summary()), diff
 
 
-__all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied", "check_schedules",
-           "feed_waterline", "needs_engine",
-           "needs_reschedule", "pending_changes", "unbuilt_tiers", "record_first", "specs_table", "stale_schedules"]
+__all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied",
+           "check_schedules", "feed_waterline", "history", "in_force", "needs_engine", "needs_reschedule",
+           "pending_changes", "record_first", "specs_table", "stale_schedules", "unbuilt_tiers"]
