@@ -2,9 +2,10 @@
 
 One Spark pass per tier over the change data feed of the commits in range. For every row a
 commit inserted or updated, the instant it became due is recomputed from the row's own
-payload and the tier's policy as compiled today (the interval of its visibility that holds
-the commit's W_T: `waterline.semantics.due_since`), not read back from the ``_wl_start`` /
-``_wl_end`` the release wrote. The commit's time is the earlier of the store's time of its
+payload and the tier's policy in force when the commit was released (the policy of the spec
+version the commit names, `waterline.engine.proof.spec_versions`; the interval of its
+visibility that holds the commit's W_T: `waterline.semantics.due_since`), not read back from
+the ``_wl_start`` / ``_wl_end`` the release wrote. The commit's time is the earlier of the store's time of its
 commit file (set by the object store, not by waterline's clock) and the writer's
 ``commitInfo.timestamp``; a row committed before it was due is a breach, and so is a row the
 commit shows at a W_T its policy does not show it at. Deleted rows are listed with the
@@ -30,7 +31,9 @@ from waterline.engine.core import columns as C
 from waterline.engine.core.results import Breach, ReleaseProof, TierProof
 from waterline.engine.proof.commit_record import CommitRecord, change_data_missing, change_feed_since, commit_records
 from waterline.engine.proof.kept_proofs import KeptProofs, kept_proofs_path
+from waterline.engine.proof.spec_versions import judged_by, tier_policies
 from waterline.engine.delta.table_log import TableLog
+from waterline.engine.tables import applied_spec
 from waterline.engine.tables.schedule import compile_tiers
 from waterline.policy import ReleasePlan, vis_sql
 from waterline.semantics import NEG_INF
@@ -41,7 +44,7 @@ MAX_BREACHES = 1000
 
 _VERSION, _TYPE = "_commit_version", "_change_type"
 _CDF_COLUMNS = {_VERSION, _TYPE, "_commit_timestamp"}
-_W, _AT = "_wl_proof_w", "_wl_proof_committed"
+_W, _AT, _POLICY = "_wl_proof_w", "_wl_proof_committed", "_wl_proof_policy"
 _SHOWN, _NEXT, _GONE = "_wl_proof_shown_since", "_wl_proof_next", "_wl_proof_gone_at"
 _RELEASED = ("insert", "update_postimage")
 
@@ -109,12 +112,15 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
         return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
                          unproven=tuple(sorted(unproven))), plans, newest
     changes = _change_feed(spark, log.path, provable)
+    payload = [c for c in changes.columns if not C.is_system(c) and c not in _CDF_COLUMNS]
     if plans is None:
-        payload = [c for c in changes.columns if not C.is_system(c) and c not in _CDF_COLUMNS]
         plans = compile_tiers(spark, spec, changes.select(*payload))
-    at = spark.createDataFrame([(v, proofs[v].w_us, proofs[v].committed_us) for v in provable],
-                               f"{_VERSION} BIGINT, {_W} BIGINT, {_AT} BIGINT")
-    dated = _with_due(changes.join(F.broadcast(at), on=_VERSION), vis_sql(plans[tier]))
+    judged, policy_of, vis = _in_force(spark, spec, tier, {v: records[v] for v in provable},
+                                       (plans[tier], changes.select(*payload)))
+    at = spark.createDataFrame([(v, proofs[v].w_us, proofs[v].committed_us, policy_of[v]) for v in provable],
+                               f"{_VERSION} BIGINT, {_W} BIGINT, {_AT} BIGINT, {_POLICY} INT")
+    proofs.update({v: proofs[v].evolve(spec=judged[v]) for v in provable})
+    dated = _with_due(changes.join(F.broadcast(at), on=_VERSION), vis)
     released = F.col(_TYPE).isin(*_RELEASED)
     # committed_us is an exclusive upper bound: at or before due, the commit was certainly early
     breach = released & (F.col(_SHOWN).isNull() | (F.col(_AT) <= F.col(_SHOWN)))
@@ -200,6 +206,24 @@ def _with_due(changes: DataFrame, vis_sql: str) -> DataFrame:
                                                                    lambda x: x["end"])))
     return (changes.withColumn(_SHOWN, shown_since).withColumn(_NEXT, next_start)
             .withColumn(_GONE, F.coalesce(gone_at, F.lit(NEG_INF))))
+
+
+def _in_force(spark: SparkSession, spec: FeedSpec, tier: str, records: Mapping[int, CommitRecord],
+              today: tuple[ReleasePlan, DataFrame]) -> tuple[dict[int, int | None], dict[int, int], str]:
+    """The policy each commit is judged by: the spec version it names (by version), the index
+    of its policy among those in force over ``records`` (by version), and the SQL of a
+    change's visibility under its commit's policy (the ``_POLICY``-th). ``today``: the tier's
+    plan compiled from the spec file, and the payload frame to compile earlier policies on."""
+    plan, payload = today
+    history = applied_spec.history(spec)
+    judged = judged_by(records, history)
+    texts = tier_policies(spec, tier, set(judged.values()), history)
+    policies = sorted(set(texts.values()))  # each compiled once
+    vis = [vis_sql(plan) if text == spec.tiers.get(tier) else
+           vis_sql(compile_tiers(spark, spec, payload, policies={tier: text})[tier]) for text in policies]
+    sql = vis[0] if len(vis) == 1 else f"CASE {_POLICY} " + " ".join(
+        f"WHEN {i} THEN ({v})" for i, v in enumerate(vis)) + " END"
+    return judged, {v: policies.index(texts[judged[v]]) for v in records}, sql
 
 
 def _change(change_type: str) -> str:

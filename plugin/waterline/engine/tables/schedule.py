@@ -37,11 +37,13 @@ def spark_typer(spark: SparkSession, df: DataFrame):
     return typer
 
 
-def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame,
-                  schema: StructType | None = None, tiers=None) -> dict[str, ReleasePlan]:
-    """Compile every tier's policy (or only ``tiers``') against df's schema (``schema``, when
-    the caller knows it); errors name the tier."""
-    register_functions(spark, *spec.tiers.values())  # adds the calendars the policies name
+def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame, schema: StructType | None = None,
+                  tiers=None, policies: Mapping[str, str] | None = None) -> dict[str, ReleasePlan]:
+    """Compile every tier's policy (or only ``tiers``'; ``policies``: these instead, by name,
+    e.g. those of an earlier applied spec version) against df's schema (``schema``, when the
+    caller knows it); errors name the tier."""
+    policies = spec.tiers if policies is None else policies
+    register_functions(spark, *policies.values())  # adds the calendars the policies name
     columns = {f.name: f.dataType.simpleString() for f in (schema or df.schema).fields if not C.is_system(f.name)}
     for name, kind in columns.items():  # event_time text is parsed at ingest: policies see a TIMESTAMP
         if name.lower() == spec.event_time.lower() and kind in ("string", "timestamp_ntz"):
@@ -49,7 +51,7 @@ def compile_tiers(spark: SparkSession, spec: FeedSpec, df: DataFrame,
     typer = spark_typer(spark, df)
     return {
         tier: compile_policy(policy, tier=tier, columns=columns, typer=typer)
-        for tier, policy in spec.tiers.items() if tiers is None or tier in tiers
+        for tier, policy in policies.items() if tiers is None or tier in tiers
     }
 
 
