@@ -24,7 +24,7 @@ published); durations (``max_wait``) are seconds (int or float), a `timedelta` o
 text; table versions are ``version``/``since``.
 
 Over 400 lines, for a reason: `Feed` is the whole public API in one class (DESIGN's public
-names): 33 public methods and properties, near a third of the file their docstrings, each a door of a few
+names): 34 public methods and properties, near a third of the file their docstrings, each a door of a few
 lines to the engine (`engine.operations`) or to the feed's tables (`engine.tables.feed_tables`),
 where the work is. Splitting the class would split the one API the adapters share.
 """
@@ -391,6 +391,11 @@ class Feed:
         if applied_spec.needs_engine(self.spec):
             return _spark_room().apply(self.spark, self.spec, clock=self.clock)
         return applied_spec.apply_spec(self.spec, self.clock.now_us())
+
+    def spec_versions(self) -> tuple[applied_spec.AppliedSpec, ...]:
+        """Every applied spec version of the feed, oldest first: number, hash, the instant it
+        took effect, its release part and what changed (empty before the first ingest). No Spark."""
+        return applied_spec.history(self.spec)
 
     def hold(self, tier: str) -> TierState:
         """Stop releasing ``tier``: it keeps its rows and W_T until resumed."""

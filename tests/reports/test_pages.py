@@ -49,6 +49,25 @@ def test_the_audit_page_carries_the_json_and_lists_breaches_and_what_was_not_pro
     assert table_rows(text, "unproven") == [["0", "0", "cleaned from the log"]]
 
 
+def test_the_audit_page_marks_each_spec_version_on_the_timeline_and_lists_them():
+    """Issue 56: each applied spec version after the first is a line on every tier's timeline
+    where it falls within the commits, and the page lists every version."""
+    from waterline.engine.tables.applied_spec import AppliedSpec
+    from waterline.reports import audit_figure
+
+    proofs = {"late": TierProof(tier="late", exists=True, releases=(_release(1, 10.0), _release(3, 5.0)))}
+    specs = (AppliedSpec(1, "h1", T0 - 60 * S, {"tiers": {}}, "first ingest"),
+             AppliedSpec(2, "h2", T0 + 90 * S, {"tiers": {}}, "tier late: policy 'a' -> 'b'"),
+             AppliedSpec(3, "h3", T0 + 900 * S, {"tiers": {}}, "tier late retired"))
+    fig = audit_figure("late", proofs["late"], (), specs)
+    marks = [t.hovertemplate for t in fig.data if t.hovertemplate and "spec version" in t.hovertemplate]
+    assert len(marks) == 1 and marks[0].startswith("spec version 2 applied: tier late: policy 'a' -> 'b'")
+    assert len([s for s in fig.layout.shapes if s.line.color == "#7048e8"]) == 1  # v1 and v3 lie outside
+    text = audit_page("f", proofs, (), generated_us=T0 + 1000 * S, specs=specs)
+    assert [r[0] for r in table_rows(text, "specs")] == ["1", "2", "3"]
+    assert table_rows(text, "specs")[1][2] == "tier late: policy 'a' -> 'b'"
+
+
 def test_the_usage_page_shows_expiries_in_the_month_and_carries_the_report():
     start, end = month_range("2026-10")
     made = {"event": "token_created", "recipient": "acme", "feed": None, "audiences": None}

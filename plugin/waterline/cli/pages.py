@@ -23,7 +23,7 @@ def write_audit_page(feed: Feed, proofs: Mapping[str, TierProof], path: str, *, 
     events = TokenStore(default_store_path(feed.spec)).trail.events()
     text = audit_page(feed.name, proofs, events, generated_us=now,
                       from_us=None if from_ is None else parse_instant(from_, now_us=now),
-                      to_us=None if to is None else parse_instant(to, now_us=now))
+                      to_us=None if to is None else parse_instant(to, now_us=now), specs=feed.spec_versions())
     _write(path, text)
 
 

@@ -64,7 +64,7 @@ def build_audit_report_asset(spec: FeedSpec, translator: WaterlineTranslator, *,
         folder = report_folder(context.instance.storage_directory(), spec.feed)
         folder.mkdir(parents=True, exist_ok=True)
         page = folder / f"audit-{context.run.run_id}.html"
-        page.write_text(audit_page(spec.feed, proofs, events, generated_us=now), encoding="utf-8")
+        page.write_text(audit_page(spec.feed, proofs, events, generated_us=now, specs=feed.spec_versions()), encoding="utf-8")
         context.log.info(f"audit {spec.feed}: " + "; ".join(f"{tier} {p.verdict} ({len(p.releases)} commits)"
                                                             for tier, p in proofs.items()) + f"; page {page}")
         yield MaterializeResult(asset_key=asset_spec.key, metadata=report_metadata(proofs, page))

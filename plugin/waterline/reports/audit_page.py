@@ -3,15 +3,16 @@
 Per tier: a timeline of its release commits (x: when the commit happened, y: its least margin,
 commit time minus the due instant of the row released closest to its due instant; a breach
 is below zero and red), each breached row as a red cross, the entitlement changes of the
-feed's recipients as vertical lines, the distribution of the margins, and the tables of
-breaches and of what could not be proven.
+feed's recipients as dashed vertical lines, each applied spec version (a policy change:
+commits after it are judged by its policies) as a solid purple line, the distribution of the
+margins, and the tables of breaches, of what could not be proven and of the spec versions.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -19,7 +20,11 @@ from plotly.subplots import make_subplots
 from waterline.engine.core.results import TierProof, feed_verdict
 from waterline.reports.page import EVENT_COLORS, as_json, event_label, figure, instant, page, table, when
 
+if TYPE_CHECKING:
+    from waterline.engine.tables.applied_spec import AppliedSpec
+
 _SECOND = 1_000_000
+_SPEC_COLOR = "#7048e8"
 #: Entitlement changes drawn on one timeline at most (the table lists them all).
 MAX_EVENT_LINES = 40
 #: The page's style class of each feed verdict (`feed_verdict`).
@@ -45,9 +50,11 @@ def _feed_events(feed: str, events: Sequence[Mapping[str, Any]]) -> list[Mapping
             or (e["event"] != "audiences" and e.get("recipient") in recipients)]
 
 
-def audit_figure(tier: str, proof: TierProof, events: Sequence[Mapping[str, Any]] = ()) -> go.Figure:
+def audit_figure(tier: str, proof: TierProof, events: Sequence[Mapping[str, Any]] = (),
+                 specs: Sequence[AppliedSpec] = ()) -> go.Figure:
     """The tier's timeline of release margins (breaches red), breached rows, entitlement
-    changes within the commits' span, and the margins' distribution."""
+    changes and applied spec versions (after the first) within the commits' span, and the
+    margins' distribution."""
     fig = make_subplots(rows=1, cols=2, column_widths=[0.72, 0.28], horizontal_spacing=0.08,
                         subplot_titles=(f"{tier}: least margin of each release (commit - due)", "margins"))
     timed = [r for r in proof.releases if r.min_margin_us is not None]
@@ -79,6 +86,8 @@ def audit_figure(tier: str, proof: TierProof, events: Sequence[Mapping[str, Any]
                                      marker={"color": EVENT_COLORS.get(e["event"], "#868e96"), "size": 9,
                                              "symbol": "diamond"},
                                      hovertemplate=f"{event_label(e)}<br>%{{x}}<extra></extra>"), row=1, col=1)
+        for a in [a for a in specs if a.version > 1 and first <= a.applied_us <= last]:
+            _spec_line(fig, a)
     fig.add_trace(go.Histogram(x=[r.min_margin_us / _SECOND for r in timed], name="margins (s)",
                                marker={"color": "#1c7ed6"}, showlegend=False), row=1, col=2)
     fig.update_yaxes(title_text="seconds after due", row=1, col=1)
@@ -88,11 +97,22 @@ def audit_figure(tier: str, proof: TierProof, events: Sequence[Mapping[str, Any]
     return fig
 
 
+def _spec_line(fig: go.Figure, a: AppliedSpec) -> None:
+    """A policy change on the timeline: the instant spec version ``a`` took effect."""
+    fig.add_vline(x=when(a.applied_us), line={"color": _SPEC_COLOR, "width": 2}, row=1, col=1)
+    fig.add_trace(go.Scatter(x=[when(a.applied_us)], y=[0], mode="markers", showlegend=False,
+                             marker={"color": _SPEC_COLOR, "size": 11, "symbol": "triangle-up"},
+                             hovertemplate=f"spec version {a.version} applied: {a.changes}<br>%{{x}}<extra></extra>"),
+                  row=1, col=1)
+
+
 def audit_page(feed: str, proofs: Mapping[str, TierProof], events: Sequence[Mapping[str, Any]] = (), *,
-               generated_us: int, from_us: int | None = None, to_us: int | None = None) -> str:
+               generated_us: int, from_us: int | None = None, to_us: int | None = None,
+               specs: Sequence[AppliedSpec] = ()) -> str:
     """The page of `waterline audit --html`: the verdict, per tier a summary row, a timeline
     and the breaches and unproven ranges; ``events`` (the entitlement trail, oldest first)
-    restricted to this feed. It carries ``{tier: proof}`` as `waterline audit --json` prints it."""
+    restricted to this feed; ``specs`` the feed's applied spec versions (`Feed.spec_versions`).
+    It carries ``{tier: proof}`` as `waterline audit --json` prints it."""
     summary = audit_summary(proofs)
     mine = _feed_events(feed, events)
     overall = feed_verdict(proofs.values())
@@ -102,7 +122,8 @@ def audit_page(feed: str, proofs: Mapping[str, TierProof], events: Sequence[Mapp
     sections = [
         f"<h1>Release proof: {feed} {verdict}</h1>",
         (f'<p class="meta">{span}; generated {instant(generated_us)}. Each row a commit released is '
-        "due when its tier's policy, recomputed from the row, first shows it at the commit's W_T; "
+        "due when its tier's policy in force at the commit (of the spec version it was released under), "
+        "recomputed from the row, first shows it at the commit's W_T; "
         "a commit before that instant is a breach.</p>"),
         table(["tier", "commits", "rows released", "deleted", "least margin (s)", "breaches", "unproven ranges",
                "verdict"], [list(r.values()) for r in summary], numeric=(1, 2, 3, 4, 5, 6),
@@ -113,7 +134,7 @@ def audit_page(feed: str, proofs: Mapping[str, TierProof], events: Sequence[Mapp
         if not proof.exists:
             sections.append("<p>No table yet.</p>")
             continue
-        sections.append(figure(audit_figure(tier, proof, mine), f"timeline-{i}"))
+        sections.append(figure(audit_figure(tier, proof, mine, specs), f"timeline-{i}"))
         if proof.breaches:
             sections.append(table(["version", "change", "key", "seq", "due", "committed before", "W_T"],
                                   [(b.version, b.change, list(b.key), b.seq, instant(b.due_us) if b.due_us is not None
@@ -123,6 +144,12 @@ def audit_page(feed: str, proofs: Mapping[str, TierProof], events: Sequence[Mapp
         if proof.unproven:
             sections.append(table(["first version", "last version", "not proven because"],
                                   proof.unproven, numeric=(0, 1), bad=[True] * len(proof.unproven), cls="unproven"))
+    if specs:
+        sections.append("<h2>Spec versions</h2>")
+        sections.append("<p>Each commit is judged by the policies of the spec version it was released under.</p>")
+        sections.append(table(["version", "applied", "changes"],
+                              [(a.version, instant(a.applied_us), a.changes) for a in specs], numeric=(0,),
+                              cls="specs"))
     if mine:
         sections.append("<h2>Entitlement changes</h2>")
         sections.append(table(["at", "event"], [(instant(e["at"]), event_label(e)) for e in mine], cls="events"))
