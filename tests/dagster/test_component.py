@@ -101,7 +101,7 @@ def test_scaffolded_component_builds_the_spec_definitions(project):
     assert summary["assets"]["ticks/held"]["partitions"] == "DailyPartitionsDefinition"
     assert summary["assets"]["ticks/held"]["first"] == "2026-01-05"
     assert summary["assets"]["ticks/delayed_15m"]["deps"] == ["ticks/held"]
-    assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert summary["jobs"] == ["ticks_apply", "ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
     assert summary["sensors"] == [("ticks_release_sensor", 30)]
     assert summary["schedules"] == [("ticks_audit_schedule", "0 * * * *"), ("ticks_maintain_schedule", "0 * * * *")]
     assert "ticks/delayed_15m:released_on_time" in summary["checks"]
@@ -168,7 +168,7 @@ def test_a_component_subclass_brings_its_own_translator(project):
     (folder / "defs.yaml").write_text(yaml.safe_dump({"type": "wl_dg_proj.grouped.GroupedFeed", "attributes": attributes}))
     summary = _summary(dg.load_from_defs_folder(path_within_project=project))
     assert {a["group"] for a in summary["assets"].values()} == {"market_data"}
-    assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert summary["jobs"] == ["ticks_apply", "ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
 
 
 FEED_DEFS = """\
@@ -205,7 +205,7 @@ def test_spec_files_translation_resource_and_sensor_from_yaml(project, monkeypat
     assert summary["assets"]["market/ticks/delayed_15m"]["deps"] == ["market/ticks/held"]
     assert "market/ticks/delayed_15m:embargo_safety" in summary["checks"]
     assert "market/ticks/held:quarantine_empty" in summary["checks"]
-    assert summary["jobs"] == ["ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert summary["jobs"] == ["ticks_apply", "ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
     assert summary["sensors"] == [("ticks_release_sensor", 7)]
 
     repo = defs.get_repository_def()

@@ -16,6 +16,7 @@ from dagster import (
     in_process_executor,
 )
 
+from waterline.dagster.apply import build_apply_job
 from waterline.dagster.assets import build_held_asset, build_tier_assets
 from waterline.dagster.checks import build_quarantine_check, build_tier_checks
 from waterline.dagster.audit_report import build_audit_report_asset
@@ -60,7 +61,8 @@ def definitions_from_specs(
     Per feed: the partitioned asset ``[feed, "held"]`` (ingest; single-run
     backfills), one asset ``[feed, tier]`` per tier (release, DataVersion =
     W_T), the jobs ``<feed>_release`` (all tiers), ``<feed>_ingest``
-    (partitioned, for ``dagster job backfill``) and ``<feed>_maintain``, the sensor
+    (partitioned, for ``dagster job backfill``), ``<feed>_maintain`` and ``<feed>_apply``
+    (`Feed.apply`: a deployed spec change takes effect), the sensor
     ``<feed>_release_sensor``, the schedule ``<feed>_maintain_schedule`` (started
     with the sensor: ``default_sensor_status``) and the asset checks. Runs get their `waterline.Feed`
     from the ``waterline`` resource: ``resource`` if given, else a shared
@@ -97,7 +99,7 @@ def definitions_from_specs(
         ingest_job = _ingest_job(spec, translator)
         maintain_job = build_maintain_job(spec, resource_key=RESOURCE_KEY)
         audit_job = build_audit_job(spec, translator)
-        jobs += [release_job, ingest_job, maintain_job, audit_job]
+        jobs += [release_job, ingest_job, maintain_job, audit_job, build_apply_job(spec, resource_key=RESOURCE_KEY)]
         sensors.append(build_release_sensor(spec, job=release_job, default_status=default_sensor_status))
         schedule_status = DefaultScheduleStatus(default_sensor_status.value)
         schedules += [build_maintain_schedule(spec, maintain_job, default_status=schedule_status),

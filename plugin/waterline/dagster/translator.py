@@ -9,6 +9,7 @@ attribute, or the whole spec.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from dagster import AssetKey, AssetSpec
@@ -16,6 +17,7 @@ from dagster import AssetKey, AssetSpec
 from waterline.dagster.freshness import expected_lag_seconds, tier_freshness_policy
 from waterline.dagster.partitions import partitions_def_for
 from waterline.spec import FeedSpec
+from waterline.spec.release_part import normal_policy
 
 HELD = "held"
 #: The audit report asset (`waterline.dagster.audit_report`): ``[feed, "audit_report"]`` by default.
@@ -58,7 +60,15 @@ class WaterlineTranslator:
             metadata=self.get_metadata(spec, table),
             freshness_policy=None if held else tier_freshness_policy(spec, table),
             partitions_def=partitions_def_for(spec) if held and not spec.is_stream else None,
+            code_version=self.get_code_version(spec, table),
         )
+
+    def get_code_version(self, spec: FeedSpec, table: str) -> str | None:
+        """A tier's code version: the hash of its normalised policy, so the UI shows a changed
+        policy as a code change (reformatting it is none); None for the held table."""
+        if table not in spec.tiers:
+            return None
+        return hashlib.sha256(normal_policy(spec.tiers[table]).encode()).hexdigest()[:16]
 
     def get_asset_key(self, spec: FeedSpec, table: str) -> AssetKey:
         return AssetKey([spec.feed, table])
