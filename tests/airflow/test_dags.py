@@ -23,8 +23,12 @@ def test_the_demo_dag_file_parses_into_an_ingest_a_release_and_a_maintain_dag_pe
 
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["indicators_audit", "indicators_ingest", "indicators_maintain", "indicators_release",
-                                   "ticks_audit", "ticks_ingest", "ticks_maintain", "ticks_release"]
+    assert sorted(bag.dag_ids) == ["indicators_apply", "indicators_audit", "indicators_ingest", "indicators_maintain",
+                                   "indicators_release", "ticks_apply", "ticks_audit", "ticks_ingest", "ticks_maintain",
+                                   "ticks_release"]
+    applying = bag.dags["ticks_apply"]
+    assert [t.task_id for t in applying.tasks] == ["apply"] and type(applying.timetable).__name__ == "NullTimetable"
+    assert applying.is_paused_upon_creation is False
     audit = bag.dags["ticks_audit"]
     assert [t.task_id for t in audit.tasks] == ["audit"] and audit.timetable.expression == "0 * * * *"
     ingest, release = bag.dags["ticks_ingest"], bag.dags["ticks_release"]

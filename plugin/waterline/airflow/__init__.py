@@ -9,14 +9,16 @@ partitions, so ``catchup`` and ``airflow backfill create`` ingest past ones)
 and ``<feed>_release`` (continuous; a deferrable task waits in the triggerer
 for the next due moment, reading Delta commit metadata only, then releases).
 ``<feed>_maintain`` and ``<feed>_audit`` (hourly by default: keep the tables
-flat; prove the releases since the last audit were on time). Assets
+flat; prove the releases since the last audit were on time). ``<feed>_apply``
+(by hand: a deployed spec change takes effect; until then the release task
+skips with ``spec not applied: ...``). Assets
 ``<feed>/held`` and ``<feed>/<tier>``; a release's asset events carry
 the tier's W_T in their ``extra``.
 
 The pieces, as in an Airflow provider: `WaterlineHook` (the ``waterline``
 connection: where Spark runs) returns a `waterline.Feed`; the operators
-`WaterlineIngestOperator`, `WaterlineReleaseOperator`, `WaterlineMaintainOperator`
-and `WaterlineAuditOperator` and the trigger
+`WaterlineIngestOperator`, `WaterlineReleaseOperator`, `WaterlineMaintainOperator`,
+`WaterlineAuditOperator` and `WaterlineApplyOperator` and the trigger
 `WaterlineDueTrigger` are thin adapters over it; `partitions_for_run` and
 `partitions_in_interval` are the pure mapping of runs to partitions. See
 docs/airflow.md.
@@ -38,11 +40,11 @@ require("waterline.airflow", "airflow")
 
 _HOMES = {
     "waterline.airflow.assets": ["held_asset", "tier_asset", "tier_assets"],
-    "waterline.airflow.dags": ["audit_dag", "audit_dag_id", "dags_from_specs", "ingest_dag", "ingest_dag_id",
+    "waterline.airflow.dags": ["apply_dag", "apply_dag_id", "audit_dag", "audit_dag_id", "dags_from_specs", "ingest_dag", "ingest_dag_id",
                                "release_dag", "release_dag_id"],
     "waterline.airflow.errors": ["airflow_failures"],
     "waterline.airflow.hooks": ["WaterlineHook"],
-    "waterline.airflow.operators": ["WaterlineAuditOperator", "WaterlineIngestOperator", "WaterlineMaintainOperator",
+    "waterline.airflow.operators": ["WaterlineApplyOperator", "WaterlineAuditOperator", "WaterlineIngestOperator", "WaterlineMaintainOperator",
                                     "WaterlineReleaseOperator"],
     "waterline.airflow.partitions": ["partitions_for_run", "partitions_in_interval"],
     "waterline.airflow.triggers": ["WaterlineDueTrigger"],

@@ -18,6 +18,11 @@ lease, as the Dagster job ``<feed>_maintain`` does.
 ``<feed>_audit``: on the same schedule, one task proving the releases since its
 last run were on time (`WaterlineAuditOperator`), as the Dagster job
 ``<feed>_audit`` does; it fails on a breach.
+
+``<feed>_apply``: no schedule, triggered by hand once a changed spec file is
+deployed; one task making it the feed's applied spec (`WaterlineApplyOperator`,
+`Feed.apply`), as the Dagster job ``<feed>_apply`` does. Until it runs, the
+release task releases nothing and skips with ``spec not applied: ...``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, CronTriggerTimetable
 
 from waterline.airflow.hooks import WaterlineHook
 from waterline.airflow.operators import (
+    WaterlineApplyOperator,
     WaterlineAuditOperator,
     WaterlineIngestOperator,
     WaterlineMaintainOperator,
@@ -62,6 +68,10 @@ def maintain_dag_id(spec: FeedSpec) -> str:
 
 def audit_dag_id(spec: FeedSpec) -> str:
     return f"{spec.feed}_audit"
+
+
+def apply_dag_id(spec: FeedSpec) -> str:
+    return f"{spec.feed}_apply"
 
 
 def dags_from_specs(
@@ -97,6 +107,8 @@ def dags_from_specs(
         audit = audit_dag(spec, is_paused_upon_creation=release_paused, default_args=default_args,
                           waterline_conn_id=waterline_conn_id)
         dags[audit.dag_id] = audit
+        applying = apply_dag(spec, default_args=default_args, waterline_conn_id=waterline_conn_id)
+        dags[applying.dag_id] = applying
     return dags
 
 
@@ -185,6 +197,21 @@ def audit_dag(
                                f"Prove feed {spec.feed}'s releases since the last audit were on time.",
                                is_paused_upon_creation, default_args) as dag:
         WaterlineAuditOperator(task_id="audit", spec=spec, waterline_conn_id=waterline_conn_id)
+    return dag
+
+
+def apply_dag(
+    spec: FeedSpec,
+    *,
+    default_args: dict[str, Any] | None = None,
+    waterline_conn_id: str | None = WaterlineHook.default_conn_name,
+) -> DAG:
+    """``<feed>_apply``: triggered by hand (no schedule), one task applying the deployed spec.
+    Never paused at creation: a paused DAG's manual runs wait, and an apply is asked for now.
+    A busy lease is retried like any task's: applying twice records one version."""
+    with _feed_dag(spec, apply_dag_id(spec), None, f"Apply the deployed spec of feed {spec.feed} (waterline apply).",
+                   False, default_args) as dag:
+        WaterlineApplyOperator(task_id="apply", spec=spec, waterline_conn_id=waterline_conn_id)
     return dag
 
 

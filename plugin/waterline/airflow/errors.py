@@ -8,7 +8,10 @@
   `CommitRaceLost`).
 * Any other `WaterlineError` (bad input, a transform failing on its data): an
   `AirflowFailException` with the CLI's one-line message, so the task fails at
-  once, without retries, since running it again changes nothing.
+  once, without retries, since running it again changes nothing. A spec file that
+  changes what the feed publishes and was not applied (`SpecNotApplied`) reads
+  ``spec not applied: ...``, the line the Dagster sensor skips with: the fix is the
+  feed's ``<feed>_apply`` DAG (or ``waterline apply``).
 
 Anything else (a lost executor, a store outage) is left to Airflow: it follows
 the task's ``retries``.
@@ -23,7 +26,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from waterline.errors import TransientError, WaterlineError
+from waterline.errors import SpecNotApplied, TransientError, WaterlineError
 
 
 @contextmanager
@@ -35,6 +38,9 @@ def airflow_failures(log: logging.Logger | Any) -> Iterator[None]:
     except TransientError as err:
         log.warning("%s (transient: the task's retries apply)", err)
         raise _unchained(err) from None
+    except SpecNotApplied as err:
+        log.error("spec not applied: %s", err)
+        raise AirflowFailException(f"spec not applied: {err}") from None
     except WaterlineError as err:
         log.error("%s", err)
         raise AirflowFailException(str(err)) from None

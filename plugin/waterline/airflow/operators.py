@@ -1,5 +1,5 @@
 """Airflow operators over `waterline.Feed`: ingest partitions, release tiers, maintain tables,
-prove releases were on time.
+prove releases were on time, apply a changed spec.
 
 Thin adapters: a `WaterlineHook` hands each task a `Feed` (Spark settings from
 the ``waterline`` connection, the spec's ``spark:`` key and the environment),
@@ -28,9 +28,9 @@ from waterline.airflow.hooks import WaterlineHook
 from waterline.airflow.partitions import partitions_for_run
 from waterline.airflow.triggers import ARMED, DUE, IDLE, WaterlineDueTrigger
 from waterline.clock import format_instant
-from waterline.engine.core.due import arming_line
+from waterline.engine.core.due import DueMoments, arming_line
 from waterline.engine.core.results import TierProof
-from waterline.errors import WaterlineError
+from waterline.errors import SpecNotApplied, WaterlineError
 from waterline.feed import Feed, end_within_grace
 from waterline.spec import FeedSpec
 
@@ -219,6 +219,21 @@ def audit_failure(feed: str, proofs: Mapping[str, TierProof]) -> str | None:
     return f"audit {feed}: " + "; ".join(parts) + " (see the task log)" if parts else None
 
 
+class WaterlineApplyOperator(_FeedOperator):
+    """Make the spec the feed's applied spec (`waterline.Feed.apply`, docs/operations.md), under
+    the feed lease; no Spark. Returns the spec version in force after it and what changed
+    (XCom); a refused change fails the task in one line."""
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        feed = self.get_feed()
+        with airflow_failures(self.log):
+            applied, diff = feed.apply()
+        changes = diff.lines()
+        self.log.info("feed %s: spec version %s %s", feed.name, applied.version,
+                      f"applied: {'; '.join(changes)}" if changes else "in force, nothing to apply")
+        return {"feed": feed.name, "version": applied.version, "hash": applied.hash, "changes": changes}
+
+
 class WaterlineReleaseOperator(_FeedOperator):
     """Release every tier of a feed not on hold, when a release is due.
 
@@ -257,8 +272,8 @@ class WaterlineReleaseOperator(_FeedOperator):
                     raise WaterlineError(f"feed {feed.name}: nothing ingested yet; run an ingest first")
             return self._release(context, feed, None)
         with airflow_failures(self.log):
-            due = feed.due()
-        if due.run_for_us is not None:
+            due = _due(feed, self.log)
+        if due is not None and due.run_for_us is not None:
             return self._release(context, feed, due.run_for_us)
         self.defer(
             trigger=WaterlineDueTrigger(self.spec.to_dict(), base_dir=_base_dir(self.spec),
@@ -301,6 +316,16 @@ def default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
+def _due(feed: Feed, log: Any) -> DueMoments | None:
+    """`Feed.due`, or None for a spec changed but not applied: the trigger then waits for the
+    apply (idle, the task skips with ``spec not applied: ...``)."""
+    try:
+        return feed.due()
+    except SpecNotApplied as exc:
+        log.warning("spec not applied: %s (waiting for it to be applied)", exc)
+        return None
+
+
 def _base_dir(spec: FeedSpec) -> str | None:
     return None if spec.base_dir is None else str(spec.base_dir)
 
@@ -309,5 +334,5 @@ def _instant(us: int | None) -> str:
     return "none" if us is None else format_instant(us)
 
 
-__all__ = ["WaterlineAuditOperator", "default_deferrable", "WaterlineIngestOperator", "WaterlineMaintainOperator",
-           "WaterlineReleaseOperator"]
+__all__ = ["WaterlineApplyOperator", "WaterlineAuditOperator", "default_deferrable", "WaterlineIngestOperator",
+           "WaterlineMaintainOperator", "WaterlineReleaseOperator"]

@@ -8,7 +8,9 @@ is within the feed's ``release_lead_seconds`` (the resumed task starts Spark
 and waits on the trusted clock for the moment, so firing early cannot release
 early). With nothing due before ``idle_seconds`` it fires ``idle`` and the task
 skips: a continuous release DAG then starts its next run, and the UI shows the
-feed is being watched. The triggerer needs read access to the warehouse only:
+feed is being watched. A spec file changed but not applied (docs/operations.md)
+releases nothing: the trigger keeps looking (the apply may come any moment) and,
+idle, the task skips with ``spec not applied: ...``, the Dagster sensor's line. The triggerer needs read access to the warehouse only:
 it uses no connection.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from waterline.errors import SpecNotApplied
 from waterline.feed import Feed
 from waterline.spec import spec_from_dict
 
@@ -68,7 +71,16 @@ class WaterlineDueTrigger(BaseTrigger):
         started = time.monotonic()
         while True:
             # Delta log reads are blocking I/O: keep them off the triggerer's event loop.
-            due = await asyncio.to_thread(feed.due)
+            try:
+                due = await asyncio.to_thread(feed.due)
+            except SpecNotApplied as exc:  # no release until the change is applied
+                reason = f"spec not applied: {exc}"
+                if self.idle_seconds is not None and time.monotonic() - started >= self.idle_seconds:
+                    yield TriggerEvent({"status": IDLE, "reason": reason, "seq": None})
+                    return
+                self.log.info("feed %s: %s", feed.name, reason)
+                await asyncio.sleep(poll)
+                continue
             seq, now_us = due.status.seq, due.status.now_us
             if due.due_us is not None:
                 self.log.info("feed %s: a release is due (seq %s)", feed.name, seq)
