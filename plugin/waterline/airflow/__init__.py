@@ -40,11 +40,13 @@ require("waterline.airflow", "airflow")
 
 _HOMES = {
     "waterline.airflow.assets": ["held_asset", "tier_asset", "tier_assets"],
-    "waterline.airflow.dags": ["apply_dag", "apply_dag_id", "audit_dag", "audit_dag_id", "dags_from_specs", "ingest_dag", "ingest_dag_id",
+    "waterline.airflow.dags": ["apply_dag", "apply_dag_id", "audit_dag", "audit_dag_id", "dags_from_specs", "ingest_dag",
+                               "ingest_dag_id",
                                "release_dag", "release_dag_id"],
     "waterline.airflow.errors": ["airflow_failures"],
     "waterline.airflow.hooks": ["WaterlineHook"],
-    "waterline.airflow.operators": ["WaterlineApplyOperator", "WaterlineAuditOperator", "WaterlineIngestOperator", "WaterlineMaintainOperator",
+    "waterline.airflow.operators": ["WaterlineApplyOperator", "WaterlineAuditOperator", "WaterlineIngestOperator",
+                                    "WaterlineMaintainOperator",
                                     "WaterlineReleaseOperator"],
     "waterline.airflow.partitions": ["partitions_for_run", "partitions_in_interval"],
     "waterline.airflow.triggers": ["WaterlineDueTrigger"],

@@ -93,21 +93,21 @@ def list_schemas(server: SharingServer, request: Request, recipient: str, _body:
     return JSONResponse(P.paged([{"name": P.SCHEMA, "share": spec.feed}], p, "schemas"))
 
 
-def _tables(spec: FeedSpec, recipient: str) -> list[dict[str, Any]]:
+def _tables(server: SharingServer, spec: FeedSpec, recipient: str) -> list[dict[str, Any]]:
     return [{"name": tier, "schema": P.SCHEMA, "share": spec.feed, "shareId": share_id(spec.feed),
-             "id": share_id(f"{spec.feed}.{tier}")} for tier in spec.tiers if tier in spec.audiences.get(recipient, ())]
+             "id": share_id(f"{spec.feed}.{tier}")} for tier in server.served_tiers(spec, recipient)]
 
 
 def list_tables(server: SharingServer, request: Request, recipient: str, _body: bytes) -> Response:
     spec = server.schema(recipient, request.path_params["share"], request.path_params["schema"])
     p = P.page(request.query_params, "tables")
-    return JSONResponse(P.paged(_tables(spec, recipient), p, "tables"))
+    return JSONResponse(P.paged(_tables(server, spec, recipient), p, "tables"))
 
 
 def list_all_tables(server: SharingServer, request: Request, recipient: str, _body: bytes) -> Response:
     spec = server.share(recipient, request.path_params["share"])
     p = P.page(request.query_params, "all-tables")
-    return JSONResponse(P.paged(_tables(spec, recipient), p, "all-tables"))
+    return JSONResponse(P.paged(_tables(server, spec, recipient), p, "all-tables"))
 
 
 # -- one table --------------------------------------------------------------------------------

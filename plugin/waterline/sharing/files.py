@@ -25,7 +25,7 @@ def serve_file(server: SharingServer, request: Request) -> Response:
     recipient, share, tier, rel = server.signer.verify(request.path_params["token"], server.now_ms())
     record.update(recipient=recipient, table=f"{share}.{P.SCHEMA}.{tier}", files=1)
     spec = server.feeds.get(share)
-    if spec is None or tier not in spec.tiers:
+    if spec is None or tier not in spec.tiers or tier in server.retired.of(spec):
         raise P.not_found("file")
     folder = storage.local_folder(spec.tier_path(tier))
     if folder is None:  # the feed moved to an object store since the URL was signed

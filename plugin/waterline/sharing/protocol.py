@@ -56,6 +56,12 @@ def not_found(kind: str, name: str | None = None) -> ShareError:
     return ShareError(404, "RESOURCE_DOES_NOT_EXIST", f"{kind}{shown} does not exist or is not shared with you")
 
 
+def retired(tier: str, version: int) -> ShareError:
+    """A tier the feed retired (spec version ``version`` no longer names it): not served."""
+    return ShareError(404, "RESOURCE_DOES_NOT_EXIST",
+                      f"table {tier} was retired by the feed's spec version {version}: it is no longer served")
+
+
 def invalid(message: str) -> ShareError:
     return ShareError(400, "INVALID_PARAMETER_VALUE", message)
 

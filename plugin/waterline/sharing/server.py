@@ -30,6 +30,7 @@ from starlette.requests import Request
 from waterline.errors import WaterlineError
 from waterline.sharing import protocol as P
 from waterline.sharing.access_records import AccessRecords, access_path
+from waterline.sharing.retired import RetiredTiers
 from waterline.sharing.locations import s3_client
 from waterline.sharing.signing import FileSigner
 from waterline.sharing.tables import SharedTier, TierTables
@@ -75,6 +76,7 @@ class SharingServer:
         self._s3 = None
         self._s3_lock = threading.Lock()
         self.tables = TierTables(self.signer, url_ttl_seconds=self.url_ttl_seconds, s3_client=self.s3_client)
+        self.retired = RetiredTiers()
 
     # -- who sees what ----------------------------------------------------------------
 
@@ -109,14 +111,21 @@ class SharingServer:
         return spec
 
     def table(self, request: Request, recipient: str, share: str, schema: str, table: str) -> SharedTier:
-        """The tier a table path names, if ``recipient``'s audiences include it."""
+        """The tier a table path names, if ``recipient``'s audiences include it; a tier the feed
+        retired is refused with its own message (whatever this server's spec file still says)."""
         spec = self.schema(recipient, share, schema)
         tier = P.name(table, "table")
+        self.retired.refuse(spec, tier)
         if tier not in spec.audiences.get(recipient, ()) or tier not in spec.tiers:
             raise P.not_found("table", tier)
         shared = self.tables.tier(spec, tier)
         access(request)["table"] = shared.qualified
         return shared
+
+    def served_tiers(self, spec: FeedSpec, recipient: str) -> list[str]:
+        """The tiers of ``spec`` shown to ``recipient``: in its audiences, not retired."""
+        retired = self.retired.of(spec)
+        return [t for t in spec.tiers if t in spec.audiences.get(recipient, ()) and t not in retired]
 
     def s3_client(self):
         """One boto3 client for all requests (clients are thread-safe; making one costs ms)."""

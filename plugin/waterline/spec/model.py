@@ -242,6 +242,11 @@ class FeedSpec:
     def quarantine_path(self) -> str:
         return self._under_warehouse(self.feed, "quarantine")
 
+    @property
+    def specs_path(self) -> str:
+        """``<warehouse>/<feed>/_wl_specs``: the applied spec versions (docs/semantics.md)."""
+        return self._under_warehouse(self.feed, "_wl_specs")
+
     def _under_warehouse(self, *parts: str) -> str:
         # `Path("s3a://b/p")` would collapse the `//`: URIs are joined as text.
         if isinstance(self.warehouse, str):

@@ -20,7 +20,6 @@ import pyarrow as pa
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.state import HeldState
-from waterline.engine.delta import storage
 from waterline.engine.tables import added_columns
 from waterline.engine.delta.event_table import EventTable
 from waterline.engine.delta.objects import read_object
@@ -59,7 +58,7 @@ class AppliedSpec:
 
 def specs_table(spec: FeedSpec) -> EventTable:
     """The feed's table of applied spec versions."""
-    return EventTable(storage.join(spec.feed_dir, "_wl_specs"), SCHEMA,
+    return EventTable(spec.specs_path, SCHEMA,
                       description=f"waterline: the applied spec versions of feed {spec.feed}")
 
 
