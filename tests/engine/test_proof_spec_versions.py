@@ -60,3 +60,26 @@ def test_a_lengthened_delay_leaves_earlier_releases_clean_and_catches_a_forced_r
     shutil.rmtree(tmp_path / "wh" / "f" / "_wl_specs")
     today = _prove_all(spark, v2)["d"]
     assert sorted(b.key for b in today.breaches) == [("a", 1), ("a", 2)]
+
+
+def test_a_shortened_delay_does_not_hide_an_earlier_breach(spark, tmp_path):
+    """A release forced early under a 20-minute delay stays a breach, with its 20-minute due
+    instant, after the delay is shortened to 10 minutes (under which it would have been due)."""
+    from waterline import Feed
+    from waterline.clock import FixedClock
+    from waterline.engine.tables import applied_spec
+
+    now = int(time.time() * 1_000_000)
+    event = now - 15 * MINUTE  # due at now - 5 min under 10 minutes, now + 5 min under 20
+    v1 = make_spec(tmp_path, D20)
+    write_partition(tmp_path, "a", [_row(1, event)])
+    ahead = Feed(v1, spark=spark, clock=FixedClock(now + 60 * MINUTE))
+    ahead.ingest("a")
+    ahead.release()
+    v2 = make_spec(tmp_path, D10)
+    applied_spec._record(v2, 2, now, "tier d: policy 20 -> 10 minutes")  # as in the test above
+
+    proof = _prove_all(spark, v2)["d"]
+    [breach] = proof.breaches
+    assert (breach.key, breach.due_us) == (("a", 1), event + 20 * MINUTE)
+    assert [r.spec for r in proof.releases if r.inserted] == [1]
