@@ -425,10 +425,11 @@ class Feed:
                       tiers: list[str] | None = None) -> dict[str, TierProof]:
         """The release proof of each tier (all by default) over its commits that committed in
         ``[start, end]`` (default: every retained one): for every row each commit released, the
-        instant it became due (recomputed from the row and the tier's policy) against when the
-        commit happened; a row committed before it was due is a breach. Commits the proof cannot
-        see (cleaned from the log, before the change data feed) are named in ``unproven``;
-        commits `maintain` proved and kept are taken as kept."""
+        instant it became due (recomputed from the row and the tier's policy in the spec version
+        the commit was released under) against when the commit happened; a row committed before
+        it was due is a breach. Commits the proof cannot see (cleaned from the log, before the
+        change data feed) are named in ``unproven``; commits `maintain` proved and kept are
+        taken as kept."""
         from_us = None if start is None else self._instant(start, "start")
         to_us = None if end is None else self._instant(end, "end")
         if from_us is not None and to_us is not None and to_us < from_us:

@@ -247,7 +247,8 @@ def maintain(spec: str, tier: str | None, as_json: bool) -> None:
 def audit(spec: str, tier: str | None, since: str | None, until: str | None, as_json: bool,
           html_file: str | None) -> None:
     """Prove every release was on time: for each row each commit released, the instant it became
-    due (recomputed from the row and the tier's policy) against when the commit happened.
+    due (recomputed from the row and the tier's policy in the spec version it was released
+    under) against when the commit happened.
     Exit 3 when a row was released early or some commits could not be proven."""
     since, since_name = _renamed(old_value("--from"), "--from", since, "--since")
     until, until_name = _renamed(old_value("--to"), "--to", until, "--until")
