@@ -38,3 +38,43 @@ def test_every_module_of_the_package_sits_in_a_layer():
         if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
     }
     assert present - placed == set(), f"modules outside the layers contract in pyproject.toml: {sorted(present - placed)}"
+
+
+def test_no_import_cycle_between_modules():
+    """No module of the package imports, through any chain, a module that imports it back
+    (issue 54): grimp's graph (import-linter's own), strongly connected components over
+    direct imports, `if TYPE_CHECKING:` imports left out as the contracts leave them out."""
+    import grimp
+
+    graph = grimp.build_graph("waterline", exclude_type_checking_imports=True)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert cycles == [], f"import cycles: {cycles}"
