@@ -195,5 +195,5 @@ def test_the_airflow_extra_is_a_provider_and_parses_dags_without_dagster(wheel, 
     proc = _run([str(bin_ / "python"), "-c", AIRFLOW_PARSE, str(dags)], cwd=tmp_path, timeout=300, **env)
     parsed = json.loads(proc.stdout.strip().splitlines()[-1])
     assert parsed["errors"] == {}, parsed["errors"]
-    assert parsed["dags"] == ["trades_audit", "trades_ingest", "trades_maintain", "trades_release"], parsed
+    assert parsed["dags"] == ["trades_apply", "trades_audit", "trades_ingest", "trades_maintain", "trades_release"], parsed
     assert parsed["dagster"] == [], parsed["dagster"]

@@ -14,7 +14,7 @@ the Spark path: a MERGE carrying the state, then the state as the table property
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -58,16 +58,28 @@ def release(spark: SparkSession, spec: FeedSpec, *, as_of_us: int | None = None,
         return release_locked(spark, spec, lease, as_of_us=as_of_us, clock=clock, tiers=chosen)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What a release was asked for: up to which instant, which tiers, and under which spec
+    version (None: the applied one, read under the lease)."""
+
+    as_of_us: int | None
+    tiers: tuple[str, ...]
+    spec_version: int | None = None
+
+
 def release_locked(spark: SparkSession, spec: FeedSpec, lease: Lease, *, as_of_us: int | None, clock: Clock,
-                   tiers: tuple[str, ...]) -> ReleaseResult:
+                   tiers: tuple[str, ...], spec_version: int | None = None) -> ReleaseResult:
     """`release` of ``tiers`` by a caller that holds the feed lease (`waterline apply` builds a
-    new tier with it)."""
+    new tier with it, under ``spec_version``: the version it is about to record, which the
+    applied spec does not name yet)."""
+    asked = _Asked(as_of_us, tiers, spec_version)
     committed: list[ReleaseResult] = []  # tiers an attempt committed before it lost a race on another
     # A lost race (a conflicting commit, or Delta skipped ours as already applied) plans
     # again from the tiers' new states, so W_T never goes back and no step computed
     # from a stale state is applied; tiers already committed are settled in the new plan.
     result = retry_lost_races(
-        lambda: _release_locked(spark, spec, as_of_us, clock, lease, committed, tiers),
+        lambda: _release_locked(spark, spec, asked, clock, lease, committed),
         is_race=is_commit_conflict, before_retry=lease.check, what=f"feed {spec.feed}: release",
     )
     return with_committed(committed, result)
@@ -81,10 +93,12 @@ def with_committed(committed: list[ReleaseResult], result: ReleaseResult) -> Rel
     return replace(combine_releases([*committed, result]), requested_us=result.requested_us)
 
 
-def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, clock: Clock,
-                    lease: Lease, committed: list[ReleaseResult], tiers: tuple[str, ...]) -> ReleaseResult:
+def _release_locked(spark: SparkSession, spec: FeedSpec, asked: _Asked, clock: Clock,
+                    lease: Lease, committed: list[ReleaseResult]) -> ReleaseResult:
     now = clock.now_us()
-    version = applied_spec.in_force(spec)  # under the lease: no apply comes between it and the commits
+    as_of_us, tiers = asked.as_of_us, asked.tiers
+    # under the lease: no apply comes between the version read and the commits
+    version = applied_spec.in_force(spec) if asked.spec_version is None else asked.spec_version
     held_log = TableLog.open(spec.held_path)
     held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
@@ -93,8 +107,10 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, as_of_us: int | None, c
     if held_log.exists:
         # tiers a run killed while creating them left missing: created before anything is planned
         complete_tier_tables(spark, spec, held_log)
-        staged = stage(spark, spec, w_us=target, clock=FixedClock(now), target_us=target, held_log=held_log,
-                       tiers=tiers)
+        # an apply's first release of its new tiers runs the Spark path: the staged path checks
+        # its commits against the applied version, which names them only once the apply records
+        staged = None if asked.spec_version is not None else stage(
+            spark, spec, w_us=target, clock=FixedClock(now), target_us=target, held_log=held_log, tiers=tiers)
         if staged is not None:
             outcome = StagedCommit(None, reason="not committed")
             try:

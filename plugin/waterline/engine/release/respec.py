@@ -59,21 +59,27 @@ def apply(spark: SparkSession, spec: FeedSpec, *, clock: Clock | None = None) ->
     feed's W, then the version recorded (see the module)."""
     clock = clock or SystemClock()
 
-    def prepare(lease: Lease, stale: list[str], _current: AppliedSpec | None) -> None:
+    def prepare(lease: Lease, stale: list[str], current: AppliedSpec | None) -> None:
         if stale:
             reschedule_held(spark, spec, stale, lease)
         faults.boundary(faults.APPLY_AFTER_RESCHEDULE)
-        build_new_tiers(spark, spec, lease, clock=clock)
+        # the new tiers' first commits name the version this apply records next
+        _, diff = applied_spec.pending_changes(spec)
+        version = 1 if current is None else current.version + (1 if diff else 0)
+        build_new_tiers(spark, spec, lease, clock=clock, spec_version=version)
         faults.boundary(faults.APPLY_BEFORE_RECORD)
 
     return applied_spec.apply_spec(spec, clock.now_us(), reschedule=prepare)
 
 
-def build_new_tiers(spark: SparkSession, spec: FeedSpec, lease: Lease, *, clock: Clock) -> None:
-    """Release every tier never released to the feed's W (a fresh tier's state there)."""
+def build_new_tiers(spark: SparkSession, spec: FeedSpec, lease: Lease, *, clock: Clock,
+                    spec_version: int | None = None) -> None:
+    """Release every tier never released to the feed's W (a fresh tier's state there), under
+    ``spec_version`` (the version the apply records next)."""
     new = applied_spec.unbuilt_tiers(spec)
     if new:
-        release_locked(spark, spec, lease, as_of_us=applied_spec.feed_waterline(spec), clock=clock, tiers=new)
+        release_locked(spark, spec, lease, as_of_us=applied_spec.feed_waterline(spec), clock=clock, tiers=new,
+                       spec_version=spec_version)
 
 
 def reschedule_held(spark: SparkSession, spec: FeedSpec, tiers: list[str], lease: Lease) -> None:
