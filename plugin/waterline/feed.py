@@ -54,7 +54,7 @@ from waterline.engine.core.state import TierState
 from waterline.engine.core.status import FeedStatus
 # Where a feed's Spark runs: the settings adapters (a Dagster resource, an Airflow connection) hand to Feed.
 from waterline.engine.spark.config import SessionConfig, SparkSettings, check_master, check_remote
-from waterline.engine.tables import applied_spec
+from waterline.engine.tables import applied_spec, change_counts
 from waterline.engine.tables.status import read_feed_status, waterline_history
 from waterline.engine.tables.stopping import Stopped, end_within_grace, exit_code, stop_on_signals, stop_told
 from waterline.engine.tables.feed_tables import FeedTables, row_count
@@ -204,12 +204,17 @@ class Feed:
 
     # -- no Spark ------------------------------------------------------------------
 
-    def plan(self, tier: str | None = None, *, partition: str | None = None) -> FeedPlan:
-        """Each tier's compiled release plan (branches of guard, start, end).
+    def plan(self, tier: str | None = None, *, partition: str | None = None, counts: bool = False) -> FeedPlan:
+        """Each tier's compiled release plan (branches of guard, start, end), and what the spec
+        file changes against the applied spec, with what the Delta logs count of it (a retired
+        tier's rows, the tables a new column is added to).
 
         Policies may name only columns the feed produces: checked without Spark
         when the transform's select list (or the source's declared schema) names
         them, and against a partition's real output with ``partition`` (starts Spark).
+        ``counts``: also count what a new or changed tier's next release does, with Spark over
+        held, read only (`waterline plan` does; started only when such a change is pending on
+        a feed that has released).
         """
         tiers = {self._tier(tier): self.spec.tiers[tier]} if tier else dict(self.spec.tiers)
         known = output_columns(self.spec)
@@ -224,9 +229,17 @@ class Feed:
             room = _spark_room()
             room.compile_tiers(self.spark, self.spec, room.read_output(self.spark, self.spec, key))
             checked, complete = f"columns and types checked against the output of partition {key}", True
-        changes = tuple(applied_spec.pending_changes(self.spec)[1].lines())  # the file against the applied spec
+        current, diff = applied_spec.pending_changes(self.spec)  # the file against the applied spec
+        counted = change_counts.static_counts(self.spec, diff) if diff else None
+        if counted is not None and change_counts.needs_spark(self.spec, diff):
+            if counts:
+                counted = _spark_room().count_changes(self.spark, self.spec, diff, counted)
+            else:
+                counted = replace(counted, note="new and changed tiers not counted (Feed.plan(counts=True) or "
+                                                "`waterline plan` counts them with Spark)")
         return FeedPlan(feed=self.name, policies=tiers, plans=plans, checked=checked, columns_checked=complete,
-                        changes=changes)
+                        changes=tuple(diff.lines(counted)), applied=current is not None,
+                        counts=None if counted is None else counted.to_dict())
 
     def status(self) -> FeedStatus:
         """Per tier: W_T, lag behind the trusted clock, pending versions, next due moment, hold

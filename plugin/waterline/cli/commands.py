@@ -57,17 +57,22 @@ def cli(verbose: bool) -> None:
 @_JSON
 @click.option("--partition", "-p", "partition",
               help="Also check the policies against this partition's real output (starts Spark).")
-def plan(spec: str, tier: str | None, as_json: bool, partition: str | None) -> None:
-    """Print each tier's release plan: branches of (guard, start, end).
+@click.option("--no-counts", "no_counts", is_flag=True,
+              help="Show a pending change without counting its new and changed tiers (no Spark).")
+def plan(spec: str, tier: str | None, as_json: bool, partition: str | None, no_counts: bool) -> None:
+    """Print each tier's release plan: branches of (guard, start, end), then what the file
+    changes against the applied spec, counted.
 
     Policies may name only columns the feed produces: checked without Spark when the
     transform's select list (or the source's declared schema) names them, and against
-    the real output with --partition.
+    the real output with --partition. A new or changed tier on a released feed is counted
+    with Spark over held, read only (what its next release does at the feed's W).
     """
     feed = _feed(spec)
     if tier:
         _tier(feed, tier)
-    result = feed.plan(tier, partition=_option(partition, "--partition", feed) if partition else None)
+    result = feed.plan(tier, partition=_option(partition, "--partition", feed) if partition else None,
+                       counts=not no_counts)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 import sqlglot
 
+from waterline.clock import format_instant
 from waterline.spec.columns import output_columns
 from waterline.spec.model import FeedSpec
 
@@ -80,12 +81,14 @@ class SpecDiff:
                 for c in self.columns_removed]
         return tuple(out)
 
-    def lines(self) -> list[str]:
-        """Each change, one line, as `waterline plan` prints them."""
-        out = [f"tier {t} added" for t in self.tiers_added]
-        out += [f"tier {t} retired" for t in self.tiers_retired]
-        out += [f"tier {t}: policy {a!r} -> {b!r}" for t, a, b in self.policies_changed]
-        out += [f"column {c} added" for c in self.columns_added]
+    def lines(self, counts: "ChangeCounts | None" = None) -> list[str]:
+        """Each change, one line, as `waterline plan` prints them; with ``counts``, each
+        followed by its consequences counted (`ChangeCounts`)."""
+        c = counts or ChangeCounts()
+        out = [f"tier {t} added" + c.added_text(t) for t in self.tiers_added]
+        out += [f"tier {t} retired" + c.retired_text(t) for t in self.tiers_retired]
+        out += [f"tier {t}: policy {a!r} -> {b!r}" + c.changed_text(t) for t, a, b in self.policies_changed]
+        out += [f"column {col} added" + c.column_text(col) for col in self.columns_added]
         out += [f"column {c} removed" for c in self.columns_removed]
         out += [f"column {c}: {a} -> {b}" for c, a, b in self.columns_retyped]
         out += [f"{k}: {a} -> {b}" for k, a, b in self.keys_changed]
@@ -94,6 +97,87 @@ class SpecDiff:
     def summary(self) -> str:
         """The changes on one line."""
         return "; ".join(self.lines())
+
+
+@dataclass(frozen=True)
+class TierCounts:
+    """A new or changed tier's next release, counted over held at ``w_us`` (the W that release
+    reaches at least: the feed's W, or the tier's W_T when it is ahead), as the engine computes
+    it (`waterline.engine.release.plan_counts`).
+
+    ``due``: versions the tier does not show now and shows at ``w_us`` (a new tier: every row of
+    its first release); ``withdrawn``: identities it shows now and no longer at ``w_us`` (the new
+    policy recalls them or their new expiry passed); ``kept``: rows shown now that only the kept
+    rule shows at ``w_us`` (the new policy alone would not, or not yet); ``sooner``: rows shown
+    now and still at ``w_us`` whose new expiry comes before their current one."""
+
+    w_us: int
+    due: int = 0
+    withdrawn: int = 0
+    kept: int = 0
+    sooner: int = 0
+    on_hold: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"w_us": self.w_us, "due": self.due, "withdrawn": self.withdrawn, "kept": self.kept,
+                "sooner": self.sooner, "on_hold": self.on_hold}
+
+
+def _n(number: int) -> str:
+    return f"{number:,}"
+
+
+@dataclass(frozen=True)
+class ChangeCounts:
+    """A spec diff's consequences, counted (`waterline plan`). ``tiers``: new and changed
+    tiers (Spark over held, read only); ``retired_rows``: each retired tier's table rows (its
+    Delta log); ``column_tables``: column -> the tables that gain it. ``note``: why the
+    Spark counts are missing (None: counted, or nothing needed them)."""
+
+    tiers: Mapping[str, TierCounts] = field(default_factory=dict)
+    retired_rows: Mapping[str, int | None] = field(default_factory=dict)
+    column_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    note: str | None = None
+
+    def added_text(self, tier: str) -> str:
+        t = self.tiers.get(tier)
+        if t is None:
+            return ""
+        return f": built from held at W {format_instant(t.w_us)}, {_n(t.due)} rows at its first release"
+
+    def changed_text(self, tier: str) -> str:
+        t = self.tiers.get(tier)
+        if t is None:
+            return ""
+        parts = [f"{_n(t.due)} pending versions become due at once (at W {format_instant(t.w_us)}, "
+                 + ("at its resume)" if t.on_hold else "its next release)")]
+        if t.withdrawn:
+            parts.append(f"{_n(t.withdrawn)} shown rows withdrawn by it")
+        if t.kept:
+            parts.append(f"{_n(t.kept)} shown rows kept that the new policy alone would not show")
+        if t.sooner:
+            parts.append(f"{_n(t.sooner)} shown rows leave at their new, earlier expiry")
+        return ": " + ", ".join(parts)
+
+    def retired_text(self, tier: str) -> str:
+        if tier not in self.retired_rows:
+            return ""
+        rows = self.retired_rows[tier]
+        if rows is None:
+            return ": no table (never released)"
+        return f": {_n(rows)} rows in its table, kept until an explicit drop"
+
+    def column_text(self, column: str) -> str:
+        if column not in self.column_tables:
+            return ""
+        tables = self.column_tables[column]
+        if not tables:
+            return ": no table yet (created with it)"
+        return f": {len(tables)} tables gain it, nullable ({', '.join(tables)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tiers": {t: c.to_dict() for t, c in self.tiers.items()}, "retired_rows": dict(self.retired_rows),
+                "column_tables": {c: list(t) for c, t in self.column_tables.items()}, "note": self.note}
 
 
 def spec_diff(applied: Mapping[str, Any], current: Mapping[str, Any]) -> SpecDiff:
@@ -114,4 +198,5 @@ def spec_diff(applied: Mapping[str, Any], current: Mapping[str, Any]) -> SpecDif
     )
 
 
-__all__ = ["REFUSED", "SpecDiff", "normal_policy", "release_part", "spec_diff", "spec_hash"]
+__all__ = ["REFUSED", "ChangeCounts", "SpecDiff", "TierCounts", "normal_policy", "release_part", "spec_diff",
+           "spec_hash"]

@@ -161,10 +161,16 @@ class FeedPlan:
     checked: str  # one line: what the columns were checked against, or why they were not
     columns_checked: bool
     changes: tuple[str, ...] = ()  # the spec file against the applied spec, one line each (none: applied)
+    applied: bool = True  # False: no spec applied yet: the first ingest (or apply) applies the file's
+    counts: dict[str, Any] | None = None  # the changes' consequences counted (`ChangeCounts.to_dict`)
 
     def to_dict(self) -> dict[str, Any]:
-        """The plans as `waterline plan --json` prints them (tier -> branches)."""
-        return {name: plan_to_json(plan) for name, plan in self.plans.items()}
+        """The plans as `waterline plan --json` prints them (tier -> branches), and under
+        ``_wl_changes`` (no tier name starts with _wl) what is not applied yet, counted."""
+        out: dict[str, Any] = {name: plan_to_json(plan) for name, plan in self.plans.items()}
+        if self.changes:
+            out["_wl_changes"] = {"lines": list(self.changes), "counts": self.counts}
+        return out
 
     def describe(self) -> str:
         """The plans as `waterline plan` prints them."""
@@ -173,9 +179,14 @@ class FeedPlan:
             lines.append(f"tier {name}: {self.policies[name]}")
             lines += ["  " + line for line in describe_plan(plan).splitlines()]
         lines.append(self.checked)
+        if not self.applied:
+            lines.append("no spec applied yet: the feed's first ingest (or `waterline apply`) applies this one; "
+                         "nothing to count")
         if self.changes:  # `waterline apply` makes them take effect
             lines.append("not applied yet (waterline apply):")
             lines += ["  " + change for change in self.changes]
+            if self.counts and self.counts.get("note"):
+                lines.append(f"  ({self.counts['note']})")
         return "\n".join(lines)
 
 

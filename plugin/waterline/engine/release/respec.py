@@ -93,7 +93,7 @@ def reschedule_held(spark: SparkSession, spec: FeedSpec, tiers: list[str], lease
     plans = compile_tiers(spark, spec, payload, tiers=tiers)
     out, rescheduled = held, dict(state.rescheduled)
     for tier in tiers:
-        out = _rescheduled(spark, spec, out, tier, vis_sql(plans[tier]))
+        out = with_schedule(spark, spec, out, tier, vis_sql(plans[tier]))
         tier_log = TableLog.open(spec.tier_path(tier))
         if tier_log.exists:  # its next release recomputes every identity (`HeldState.reconciles`)
             rescheduled[tier] = feed_tables.tier_state(tier_log).n
@@ -128,7 +128,7 @@ def _same_state(spark: SparkSession, raw: dict | None):
     return commit_state(spark, HeldState.from_json(raw) if raw else HeldState())
 
 
-def _rescheduled(spark: SparkSession, spec: FeedSpec, held: DataFrame, tier: str, vis: str) -> DataFrame:
+def with_schedule(spark: SparkSession, spec: FeedSpec, held: DataFrame, tier: str, vis: str) -> DataFrame:
     """``held`` with ``tier``'s schedule computed from the policy visibility ``vis`` (SQL), the
     rows the tier shows at its W_T kept (`kept_vis_sql`); removals are never visible."""
     out = held.withColumn(C.vis(tier), F.expr(f"CASE WHEN {C.REMOVED} THEN {_EMPTY_VIS} ELSE {vis} END"))
@@ -159,4 +159,4 @@ def kept_vis_sql(vis: str, w: int) -> str:
     return f"CASE WHEN size({after}) = 0 THEN {vis} ELSE CAST({united} AS {VIS_TYPE}) END"
 
 
-__all__ = ["apply", "build_new_tiers", "kept_vis_sql", "reschedule_held"]
+__all__ = ["apply", "build_new_tiers", "kept_vis_sql", "reschedule_held", "with_schedule"]
