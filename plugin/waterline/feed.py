@@ -410,6 +410,11 @@ class Feed:
         took effect, its release part and what changed (empty before the first ingest). No Spark."""
         return applied_spec.history(self.spec)
 
+    def retired_tiers(self) -> dict[str, int]:
+        """The tiers an applied spec retired whose tables are kept (name -> the spec version
+        that retired it): no longer released or served, still proven by `audit_history`."""
+        return applied_spec.retired_tiers(self.spec)
+
     def hold(self, tier: str) -> TierState:
         """Stop releasing ``tier``: it keeps its rows and W_T until resumed."""
         return _spark_room().hold(self.spark, self.spec, self._tier(tier))
@@ -442,16 +447,17 @@ class Feed:
         the commit was released under) against when the commit happened; a row committed before
         it was due is a breach. Commits the proof cannot see (cleaned from the log, before the
         change data feed) are named in ``unproven``; commits `maintain` proved and kept are
-        taken as kept."""
+        taken as kept. Tiers an apply retired, whose tables are kept, are proven too."""
         from_us = None if start is None else self._instant(start, "start")
         to_us = None if end is None else self._instant(end, "end")
         if from_us is not None and to_us is not None and to_us < from_us:
             raise WaterlineError(f"audit: end {format_instant(to_us)} is before start {format_instant(from_us)}")
+        retired = applied_spec.retired_tiers(self.spec)  # their releases are proven too
         room = _spark_room()
         out, plans = {}, None
-        for tier in tiers if tiers is not None else self.spec.tiers:
-            out[tier], plans = room.prove_tier(self.spark, self.spec, self._tier(tier), from_us=from_us, to_us=to_us,
-                                               plans=plans)
+        for tier in tiers if tiers is not None else [*self.spec.tiers, *retired]:
+            tier = tier if tier in retired else self._tier(tier)
+            out[tier], plans = room.prove_tier(self.spark, self.spec, tier, from_us=from_us, to_us=to_us, plans=plans)
         return out
 
     def maintain(self, tier: str | None = None) -> MaintainResult:

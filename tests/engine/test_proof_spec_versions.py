@@ -83,3 +83,30 @@ def test_a_shortened_delay_does_not_hide_an_earlier_breach(spark, tmp_path):
     [breach] = proof.breaches
     assert (breach.key, breach.due_us) == (("a", 1), event + 20 * MINUTE)
     assert [r.spec for r in proof.releases if r.inserted] == [1]
+
+
+def test_a_retired_tier_is_still_proven_and_its_breach_stays(spark, tmp_path):
+    """Retiring a tier keeps its table, so its releases stay in the proof: an honest release
+    stays clean and a release forced early stays a breach, by default and when named."""
+    from waterline import Feed
+    from waterline.clock import FixedClock
+
+    now = int(time.time() * 1_000_000)
+    event = now - 15 * MINUTE  # due at now - 5 min under 10 minutes, now + 5 min under 20
+    both = make_spec(tmp_path, {**D10, "r": "event_time + INTERVAL 20 MINUTES <= WATERLINE()"})
+    write_partition(tmp_path, "a", [_row(1, event)])
+    ahead = Feed(both, spark=spark, clock=FixedClock(now + 60 * MINUTE))  # forces r early
+    ahead.ingest("a")
+    ahead.release()
+    retired = Feed(make_spec(tmp_path, D10), spark=spark, clock=FixedClock(now + 61 * MINUTE))
+    version, diff = retired.apply()
+    assert (version.version, diff.tiers_retired) == (2, ("r",))
+    assert retired.retired_tiers() == {"r": 2}
+
+    proofs = retired.audit_history()
+    assert set(proofs) == {"d", "r"}
+    assert proofs["d"].breaches == ()
+    [breach] = proofs["r"].breaches
+    assert (breach.key, breach.due_us) == (("a", 1), event + 20 * MINUTE)
+    assert [r.spec for r in proofs["r"].releases if r.inserted] == [1]
+    assert set(retired.audit_history(tiers=["r"])) == {"r"}

@@ -258,7 +258,7 @@ def audit(spec: str, tier: str | None, since: str | None, until: str | None, as_
     since, since_name = _renamed(old_value("--from"), "--from", since, "--since")
     until, until_name = _renamed(old_value("--to"), "--to", until, "--until")
     feed = _feed(spec)
-    tiers = [_tier(feed, tier)] if tier else None
+    tiers = [tier if tier in feed.retired_tiers() else _tier(feed, tier)] if tier else None
     start = None if since is None else _parsed(parse_instant, since, since_name, now_us=feed.clock.now_us)
     end = None if until is None else _parsed(parse_instant, until, until_name, now_us=feed.clock.now_us)
     if start is not None and end is not None and end < start:

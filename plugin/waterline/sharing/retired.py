@@ -18,6 +18,7 @@ from waterline.engine.delta.objects import read_object
 from waterline.engine.delta.table_log import TableLog, commit_path
 from waterline.sharing import protocol as P
 from waterline.spec import FeedSpec
+from waterline.spec.release_part import retired_by
 
 
 class RetiredTiers:
@@ -52,14 +53,7 @@ class RetiredTiers:
 def retired_tiers(rows: list[dict]) -> dict[str, int]:
     """From ``_wl_specs`` rows (``version``, ``release_part`` JSON): each tier an earlier version
     named that the newest does not, with the version that retired it."""
-    out: dict[str, int] = {}
-    named: set[str] = set()
-    for row in sorted(rows, key=lambda r: r["version"]):
-        tiers = set(json.loads(row["release_part"])["tiers"])
-        out = {t: v for t, v in out.items() if t not in tiers}
-        out.update({t: row["version"] for t in named - tiers if t not in out})
-        named |= tiers
-    return out
+    return retired_by((row["version"], json.loads(row["release_part"])) for row in rows)
 
 
 __all__ = ["RetiredTiers", "retired_tiers"]

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import sqlglot
 
@@ -198,5 +198,19 @@ def spec_diff(applied: Mapping[str, Any], current: Mapping[str, Any]) -> SpecDif
     )
 
 
-__all__ = ["REFUSED", "ChangeCounts", "SpecDiff", "TierCounts", "normal_policy", "release_part", "spec_diff",
-           "spec_hash"]
+def retired_by(versions: Iterable[tuple[int, Mapping[str, Any]]]) -> dict[str, int]:
+    """From the applied versions (number, release part), each tier an earlier version named
+    that the newest does not, with the version that retired it (a tier named again later is
+    not retired; `apply` refuses that, but a hand-written history may hold it)."""
+    out: dict[str, int] = {}
+    named: set[str] = set()
+    for number, part in sorted(versions, key=lambda v: v[0]):
+        tiers = set(part["tiers"])
+        out = {t: v for t, v in out.items() if t not in tiers}
+        out.update({t: number for t in named - tiers if t not in out})
+        named |= tiers
+    return out
+
+
+__all__ = ["REFUSED", "ChangeCounts", "SpecDiff", "TierCounts", "normal_policy", "release_part", "retired_by",
+           "spec_diff", "spec_hash"]

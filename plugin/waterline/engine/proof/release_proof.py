@@ -87,7 +87,7 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
     committed in ``window`` (from_us, to_us; None: unbounded), the plans, and the newest
     version examined (None: no table)."""
     from_us, to_us = window
-    log = TableLog.open(spec.tier_path(tier))
+    log = TableLog.open(spec.kept_tier_path(tier))  # a retired tier's releases are proven too
     if not log.exists:
         return TierProof(tier=tier, exists=False), plans, None
     records, rebuildable_from = commit_records(log)
@@ -116,7 +116,7 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
     if plans is None:
         plans = compile_tiers(spark, spec, changes.select(*payload))
     judged, policy_of, vis = _in_force(spark, spec, tier, {v: records[v] for v in provable},
-                                       (plans[tier], changes.select(*payload)))
+                                       (plans.get(tier), changes.select(*payload)))
     at = spark.createDataFrame([(v, proofs[v].w_us, proofs[v].committed_us, policy_of[v]) for v in provable],
                                f"{_VERSION} BIGINT, {_W} BIGINT, {_AT} BIGINT, {_POLICY} INT")
     proofs.update({v: proofs[v].evolve(spec=judged[v]) for v in provable})
@@ -209,17 +209,18 @@ def _with_due(changes: DataFrame, vis_sql: str) -> DataFrame:
 
 
 def _in_force(spark: SparkSession, spec: FeedSpec, tier: str, records: Mapping[int, CommitRecord],
-              today: tuple[ReleasePlan, DataFrame]) -> tuple[dict[int, int | None], dict[int, int], str]:
+              today: tuple[ReleasePlan | None, DataFrame]) -> tuple[dict[int, int | None], dict[int, int], str]:
     """The policy each commit is judged by: the spec version it names (by version), the index
     of its policy among those in force over ``records`` (by version), and the SQL of a
     change's visibility under its commit's policy (the ``_POLICY``-th). ``today``: the tier's
-    plan compiled from the spec file, and the payload frame to compile earlier policies on."""
+    plan compiled from the spec file (None: a retired tier), and the payload frame to compile
+    earlier policies on."""
     plan, payload = today
     history = applied_spec.history(spec)
     judged = judged_by(records, history)
     texts = tier_policies(spec, tier, set(judged.values()), history)
     policies = sorted(set(texts.values()))  # each compiled once
-    vis = [vis_sql(plan) if text == spec.tiers.get(tier) else
+    vis = [vis_sql(plan) if plan is not None and text == spec.tiers.get(tier) else
            vis_sql(compile_tiers(spark, spec, payload, policies={tier: text})[tier]) for text in policies]
     sql = vis[0] if len(vis) == 1 else f"CASE {_POLICY} " + " ".join(
         f"WHEN {i} THEN ({v})" for i, v in enumerate(vis)) + " END"

@@ -41,12 +41,15 @@ def tier_policies(spec: FeedSpec, tier: str, versions: set[int | None],
     """The policy text of ``tier`` under each of ``versions``: the spec file's own text when
     the version's (normalised) policy is the file's, so a policy unchanged compiles as it
     always did; the recorded normalised text otherwise. A version that does not name the tier
-    (never the case for its own commits) and None take the file's."""
+    (never the case for its own commits) and None take the file's; for a tier the file no
+    longer names (retired), the last policy recorded for it at or before that version."""
     by_number = {a.version: a for a in history}
     current = spec.tiers.get(tier)
     out: dict[int | None, str] = {}
     for version in versions:
         recorded = by_number[version].part["tiers"].get(tier) if version in by_number else None
+        if recorded is None and current is None:
+            recorded = _last_recorded(history, tier, version)
         if recorded is None or (current is not None and normal_policy(current) == recorded):
             if current is None:
                 raise KeyError(tier)
@@ -54,6 +57,13 @@ def tier_policies(spec: FeedSpec, tier: str, versions: set[int | None],
         else:
             out[version] = recorded
     return out
+
+
+def _last_recorded(history: Sequence[AppliedSpec], tier: str, version: int | None) -> str | None:
+    """The newest policy of ``tier`` recorded at or before ``version`` (any version: None)."""
+    named = [a.part["tiers"][tier] for a in history
+             if tier in a.part.get("tiers", {}) and (version is None or a.version <= version)]
+    return named[-1] if named else None
 
 
 __all__ = ["judged_by", "tier_policies"]

@@ -29,7 +29,7 @@ from waterline.engine.tables.lease import Lease, feed_lease
 from waterline.errors import SpecNotApplied, WaterlineError
 from waterline.semantics.spec_history import WIDENINGS
 from waterline.spec import FeedSpec
-from waterline.spec.release_part import SpecDiff, normal_policy, release_part, spec_diff, spec_hash
+from waterline.spec.release_part import SpecDiff, normal_policy, release_part, retired_by, spec_diff, spec_hash
 
 #: What `apply_spec` calls, under the feed lease, before it records a version whose tiers'
 #: schedules held lacks: ``(lease, tiers, applied)`` recomputes held's schedule columns of
@@ -238,14 +238,18 @@ def needs_engine(spec: FeedSpec) -> bool:
 def all_tiers(spec: FeedSpec) -> list[str]:
     """Every tier any applied spec version named (the retired ones included), in order of
     first appearance."""
-    table = specs_table(spec)
-    if not TableLog.open(table.path).exists:
-        return list(spec.tiers)
     names: dict[str, None] = {}
-    for row in sorted(table.read().to_pylist(), key=lambda r: r["version"]):
-        names.update(dict.fromkeys(json.loads(row["release_part"]).get("tiers", {})))
+    for version in history(spec):
+        names.update(dict.fromkeys(version.part.get("tiers", {})))
     names.update(dict.fromkeys(spec.tiers))
     return list(names)
+
+
+def retired_tiers(spec: FeedSpec) -> dict[str, int]:
+    """The tiers the applied spec versions retired (name -> the version that retired it) whose
+    table is still there (kept until an explicit drop)."""
+    retired = retired_by((a.version, a.part) for a in history(spec))
+    return {t: v for t, v in retired.items() if t not in spec.tiers and TableLog.open(spec.kept_tier_path(t)).exists}
 
 
 def _add_columns(spec: FeedSpec, diff: SpecDiff) -> None:
@@ -292,4 +296,4 @@ def apply_spec(spec: FeedSpec, now_us: int, reschedule: Reschedule | None = None
 
 __all__ = ["AppliedSpec", "Reschedule", "SCHEMA", "SpecDiff", "all_tiers", "applied", "apply_spec", "check_applied",
            "check_schedules", "feed_waterline", "history", "in_force", "needs_engine", "needs_reschedule",
-           "pending_changes", "record_first", "specs_table", "stale_schedules", "unbuilt_tiers"]
+           "pending_changes", "record_first", "retired_tiers", "specs_table", "stale_schedules", "unbuilt_tiers"]
