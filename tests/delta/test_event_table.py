@@ -60,3 +60,28 @@ def test_an_existing_table_of_another_schema_is_refused_and_version_0_never_rewr
     with pytest.raises(WaterlineError, match="another schema"):
         other.append([{"at": None, "n": 1}])
     assert EventTable(str(tmp_path / "none"), SCHEMA).read().num_rows == 0
+
+
+def test_a_schema_grown_at_its_end_adds_nullable_columns_and_earlier_rows_read_null(tmp_path):
+    """A newer waterline keeps more per event (the kept proofs' ``spec``): an existing table
+    gains the trailing nullable columns in one ADD COLUMNS commit, rows written before read
+    NULL in them, and an older writer's schema is refused rather than dropping the column."""
+    import deltalake
+
+    from waterline.engine.delta.table_log import TableLog
+
+    path = str(tmp_path / "events")
+    EventTable(path, SCHEMA).append(_rows(0, 0))
+    grown = pa.schema([*SCHEMA, ("note", pa.string())])
+    EventTable(path, grown).append([dict(r, note="n") for r in _rows(1, 0)])
+    EventTable(path, grown).append(_rows(2, 0))  # no second schema commit
+    log = TableLog.open(path)
+    assert [c["operation"] for c in log.history(10)].count("ADD COLUMNS") == 1
+    rows = deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()
+    assert sorted((r["writer"], r["note"]) for r in rows) == [(0, None)] * 3 + [(1, "n")] * 3 + [(2, None)] * 3
+    assert EventTable(path, grown).read().num_rows == 9
+    with pytest.raises(WaterlineError, match="another schema"):
+        EventTable(path, SCHEMA).append(_rows(3, 0))
+    not_nullable = pa.schema([*grown, pa.field("n", pa.int64(), nullable=False)])
+    with pytest.raises(WaterlineError, match="another schema"):
+        EventTable(path, not_nullable).append(_rows(4, 0))

@@ -230,6 +230,8 @@ def test_proofs_maintain_keeps_outlive_vacuumed_change_data_and_log_cleanup(spar
     feed.maintain(tier="d10")  # an hour later: proves maintain's own commits (nothing to prove) and checkpoints
     kept = KeptProofs(kept_proofs_path(spec.feed_dir)).of("d10")
     assert [r.version for r in kept.releases] == [r.version for r in before.releases]
+    # kept with the spec version each was judged by (the feed's first ingest recorded version 1)
+    assert [r.spec for r in kept.releases] == [r.spec for r in before.releases] == [1] * len(before.releases)
     for action in read_commit(path, first):  # OPTIMIZE made them tombstones; vacuum deletes them
         if isinstance(action, AddFile):
             (Path(path) / action.path).unlink()
@@ -240,6 +242,7 @@ def test_proofs_maintain_keeps_outlive_vacuumed_change_data_and_log_cleanup(spar
     after = _prove_all(spark, spec)["d10"]
     assert after.unproven == () and after.clean is False  # the breach, not a gap, makes it unclean
     assert [r.version for r in after.releases] == [r.version for r in before.releases]
+    assert [r.spec for r in after.releases] == [1] * len(before.releases)
     assert sum(r.inserted for r in after.releases) == sum(r.inserted for r in before.releases) == 4
     [breach] = after.breaches
     assert breach == before.breaches[0] and breach.key == ("b", 7) and breach.due_us == now + 10 * MINUTE

@@ -246,7 +246,7 @@ class ReleaseProof(_Result):
     deleted: int = 0
     min_margin_us: int | None = None
     breaches: int = 0
-    spec: int | None = None  # the applied spec version it was judged by (None: the spec of the day, or kept)
+    spec: int | None = None  # the applied spec version it was judged by (None: the spec of the day)
 
     def evolve(self, **changes: Any) -> ReleaseProof:
         return replace(self, **changes)

@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import Schema as DeltaSchema
 
+from waterline.engine.core.races import SkippedCommit
 from waterline.engine.delta import storage
 from waterline.engine.delta.actions import AddFile, Protocol
-from waterline.engine.delta.commit import FileActions, event_commit, write_commit
+from waterline.engine.delta.commit import FileActions, event_commit, schema_commit, write_commit
 from waterline.engine.delta.new_table import create_table
 from waterline.engine.delta.objects import create_if_absent
 from waterline.engine.delta.file_stats import delta_stats, write_parquet
@@ -83,6 +84,39 @@ class EventTable:
                                     operation="CREATE TABLE", description=self.description)
             if existing is None:
                 return
+        if existing and not same_schema(existing, schema_string) and _added_fields(existing, schema_string):
+            self._grow(schema_string)
+            return
         if not existing or not same_schema(existing, schema_string):
             raise WaterlineError(f"{self.path}: the table holds another schema than this event log's "
                                  f"({json.loads(existing) if existing else 'no schema'})")
+
+    def _grow(self, schema_string: str) -> None:
+        """Add the trailing nullable columns this event log's schema has and the table's lacks
+        (a newer waterline keeps more per event): one ``ADD COLUMNS`` commit, as Spark's schema
+        evolution writes it; files written before read NULL in them."""
+        for _ in range(_APPEND_ROUNDS):
+            log = TableLog.open(self.path)
+            existing = log.schema_json()
+            if existing and same_schema(existing, schema_string):
+                return  # another writer grew it first
+            added = _added_fields(existing or "", schema_string)
+            if not added:
+                break
+            try:
+                write_commit(log.snapshot(), schema_commit(schema_string, added))
+                return
+            except (CommitConflict, SkippedCommit):
+                continue
+        raise WaterlineError(f"{self.path}: the table's schema could not be grown to this event log's")
+
+
+def _added_fields(existing: str, wanted: str) -> list[str]:
+    """The names of the nullable fields ``wanted`` adds after all of ``existing``'s (a schema
+    that only grew at its end); [] when it changed otherwise."""
+    old, new = (json.loads(s)["fields"] for s in (existing, wanted))
+    if len(new) <= len(old) or any(not same_schema(json.dumps({"fields": [a]}), json.dumps({"fields": [b]}))
+                                   for a, b in zip(old, new)):
+        return []
+    extra = new[len(old):]
+    return [f["name"] for f in extra] if all(f.get("nullable", True) for f in extra) else []

@@ -9,7 +9,9 @@ row, the newest version it examined. The audit takes commits up to ``through`` f
 proves only the later ones from the change data feed.
 
 An append-only event table (`EventTable`: written without Spark, any Delta reader reads it).
-A proof is kept with the policy of its day: a policy changed later does not re-judge it.
+A proof is kept with the policy of its day, and the spec version that policy was (``spec``):
+a policy changed later does not re-judge it. A table kept by an older waterline gains the
+``spec`` column at the next keep (`EventTable` grows trailing nullable columns).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ SCHEMA = pa.schema([
     ("seq", pa.int64()), ("operation", pa.string()), ("inserted", pa.int64()), ("updated", pa.int64()),
     ("deleted", pa.int64()), ("min_margin_us", pa.int64()), ("breaches", pa.int64()),
     ("breached_rows", pa.string()), ("why", pa.string()), ("kept_at_us", pa.int64()),
+    # added with issue 56 (a table kept before reads NULL: judged by the spec of its day)
+    ("spec", pa.int64()),
 ])
 
 
@@ -100,7 +104,7 @@ class KeptProofs:
                 version=r["version"], committed_us=r["committed_us"], writer_us=r["writer_us"],
                 store_us=r["store_us"], w_us=r["w_us"], seq=r["seq"], operation=r["operation"],
                 inserted=r["inserted"], updated=r["updated"], deleted=r["deleted"],
-                min_margin_us=r["min_margin_us"], breaches=r["breaches"]))
+                min_margin_us=r["min_margin_us"], breaches=r["breaches"], spec=r.get("spec")))
             breaches += [Breach(tier=tier, version=r["version"], key=tuple(b["key"]), seq=b["seq"],
                                 change=b["change"], due_us=b["due_us"], committed_us=b["committed_us"],
                                 w_us=b["w_us"]) for b in json.loads(r["breached_rows"] or "[]")]
@@ -125,4 +129,4 @@ def _release_row(tier: str, r: ReleaseProof, breaches: list[Breach], now: int) -
     return dict(_blank(tier, RELEASE, now), version=r.version, last_version=r.version, committed_us=r.committed_us,
                 writer_us=r.writer_us, store_us=r.store_us, w_us=r.w_us, seq=r.seq, operation=r.operation,
                 inserted=r.inserted, updated=r.updated, deleted=r.deleted, min_margin_us=r.min_margin_us,
-                breaches=r.breaches, breached_rows=json.dumps(rows, default=str) if rows else None)
+                breaches=r.breaches, breached_rows=json.dumps(rows, default=str) if rows else None, spec=r.spec)
