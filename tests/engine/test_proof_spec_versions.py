@@ -110,3 +110,32 @@ def test_a_retired_tier_is_still_proven_and_its_breach_stays(spark, tmp_path):
     assert (breach.key, breach.due_us) == (("a", 1), event + 20 * MINUTE)
     assert [r.spec for r in proofs["r"].releases if r.inserted] == [1]
     assert set(retired.audit_history(tiers=["r"])) == {"r"}
+
+
+def test_rows_kept_across_a_lengthened_delay_are_not_early_and_a_row_added_by_hand_is(spark, tmp_path):
+    """`audit_current` checks what a tier shows at W_T. After a delay lengthened 10 -> 20
+    minutes, a row the tier showed before the apply stays (kept) though the 20-minute policy
+    does not show it yet: not early. A row written into the tier by hand since is."""
+    from waterline import Feed
+    from waterline.clock import FixedClock
+
+    now = int(time.time() * 1_000_000)
+    v1 = make_spec(tmp_path, D10)
+    write_partition(tmp_path, "a", [_row(1, now - 15 * MINUTE), _row(2, now - 30 * MINUTE)])
+    first = Feed(v1, spark=spark, clock=FixedClock(now))
+    first.ingest("a")
+    first.release()
+    later = Feed(make_spec(tmp_path, D20), spark=spark, clock=FixedClock(now + MINUTE))
+    later.apply()
+    later.release()  # row 1 (due at now + 5 min under 20 minutes) is kept, row 2 shown by both
+    assert sorted(r["id"] for r in later.read("d").to_pylist()) == [1, 2]
+    audit = later.audit_current()["d"]
+    assert (audit.rows, audit.violations) == (2, 0)
+
+    from pyspark.sql import functions as F
+
+    tier = spark.read.format("delta").load(v1.tier_path("d"))
+    added = tier.filter("id = 1").withColumn("id", F.lit(9).cast(tier.schema["id"].dataType))
+    added.select(*tier.columns).write.format("delta").mode("append").save(v1.tier_path("d"))
+    audit = later.audit_current()["d"]
+    assert (audit.violations, audit.early_sample) == (1, (("a", 9),))

@@ -11,18 +11,24 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from pyspark.sql import SparkSession
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from waterline.clock import Clock, SystemClock
 from waterline.engine.core import columns as C
 from waterline.engine.core.results import TierAudit
+from waterline.engine.delta.table_log import TableLog
+from waterline.engine.proof.commit_record import commit_records
+from waterline.engine.proof.spec_versions import judged_by
+from waterline.engine.tables import applied_spec
 from waterline.engine.tables.feed_tables import FeedTables, tier_state
 from waterline.engine.tables.schedule import compile_tiers
 from waterline.policy import ReleasePlan, vis_sql
 from waterline.spec import FeedSpec
 
 _SAMPLE = 5
+_KEPT = "_wl_kept"
 
 
 def audit_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, clock: Clock | None = None,
@@ -45,6 +51,7 @@ def audit_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, clock: Clock |
     else:
         visible = F.coalesce(F.expr(f"exists({vis}, _wl_chk -> {w} >= _wl_chk.start AND {w} < _wl_chk.`end`)"),
                              F.lit(False))
+        df, visible = _with_kept(spark, spec, tier, log, (df, visible), vis, w)
     flagged = df.withColumn("_wl_visible", visible)
     per_identity = flagged.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("n"),
@@ -63,3 +70,50 @@ def audit_tier(spark: SparkSession, spec: FeedSpec, tier: str, *, clock: Clock |
         violations=violations, duplicates=duplicates,
         early_sample=tuple(tuple(r) for r in early), duplicate_sample=tuple(tuple(r) for r in dups),
     ), plans
+
+
+def _with_kept(spark: SparkSession, spec: FeedSpec, tier: str, log: TableLog, shown: tuple[DataFrame, Column],
+               vis: str, w: int) -> tuple[DataFrame, Column]:
+    """The tier's rows and their "visible at ``w``" flag, a row the tier kept across the apply
+    of its policy counted as visible: the same identity and version, shown by the tier's last
+    commit before the policy took effect, until the end of the policy's first interval for it
+    ending after that commit's W_T (docs/semantics.md, "When the spec changes"). Its release
+    was judged under the policy of its day (`audit_history`); it is not early now."""
+    df, visible = shown
+    before = _last_commit_before_policy(spec, tier, log)
+    if before is None:
+        return df, visible
+    version, w_before = before
+    keys = [C.PARTITION, *spec.key, C.SEQ]
+    try:
+        then = spark.read.format("delta").option("versionAsOf", version).load(log.path)
+    except AnalysisException:  # that version was cleaned from the log: nothing is taken as kept
+        return df, visible
+    first_end = f"element_at(filter({vis}, _wl_i -> _wl_i.`end` > {w_before}), 1).`end`"
+    kept = F.coalesce(F.col(_KEPT) & F.expr(f"{w} < {first_end}"), F.lit(False))
+    return (df.join(then.select(*keys).withColumn(_KEPT, F.lit(True)), on=keys, how="left"),
+            visible | kept)
+
+
+def _last_commit_before_policy(spec: FeedSpec, tier: str, log: TableLog) -> tuple[int, int] | None:
+    """The tier's last release commit (version, W_T) under a spec version whose policy for the
+    tier differs from the one its newest release was released under; None when the tier was
+    always released under one policy (or no version was recorded)."""
+    history = applied_spec.history(spec)
+    records, _ = commit_records(log)
+    releases = {v: r for v, r in records.items() if r.w_us is not None}
+    if not history or not releases:
+        return None
+    judged = judged_by(releases, history)
+    parts = {a.version: a.part.get("tiers", {}) for a in history}
+
+    def policy(number: int | None) -> str | None:
+        return parts.get(number, {}).get(tier) if number is not None else None
+
+    now = judged[max(releases)]
+    earlier = [v for v, n in judged.items() if n is not None and now is not None and n < now
+               and policy(n) != policy(now)]
+    if not earlier:
+        return None
+    last = max(earlier)
+    return last, releases[last].w_us
