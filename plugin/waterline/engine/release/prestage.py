@@ -78,7 +78,7 @@ def stage(spark: SparkSession, spec: FeedSpec, *, w_us: int, clock: Clock, targe
         if reason is not None:
             log.info("feed %s: release not pre-staged: tier %s: %s", spec.feed, tier, reason)
             return None
-    version = applied_spec.in_force(spec)  # checked again under the lease before the commit
+    version = applied_spec.in_force(spec, held_log)  # checked again under the lease before the commit
     held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
     target = target_us if target_us is not None else target_waterline(spec, held_state, w_us, w_us)

@@ -97,10 +97,10 @@ def still_valid(spec: FeedSpec, staged: StagedRelease, now_us: int) -> str | Non
     held table, the applied spec version and the clock; every tier's check is `tier_conflicts`."""
     if now_us - staged.staged_at_us > MAX_STAGE_AGE_US:
         return "stage too old"
-    version = applied_spec.in_force(spec)  # a spec applied since the stage: computed under another policy
+    held = TableLog.open(spec.held_path)
+    version = applied_spec.in_force(spec, held)  # a spec applied since the stage: computed under another policy
     if version != staged.spec_version:
         return f"spec version {staged.spec_version} -> {version} applied since the stage"
-    held = TableLog.open(spec.held_path)
     if held.version != staged.held.version:
         try:  # only commits that kept every held row (a user's OPTIMIZE) may lie between
             check_rebase(staged.held, property_commit(feed_tables.held_state(held, spec.feed)), latest=held.version)

@@ -98,8 +98,8 @@ def _release_locked(spark: SparkSession, spec: FeedSpec, asked: _Asked, clock: C
     now = clock.now_us()
     as_of_us, tiers = asked.as_of_us, asked.tiers
     # under the lease: no apply comes between the version read and the commits
-    version = applied_spec.in_force(spec) if asked.spec_version is None else asked.spec_version
     held_log = TableLog.open(spec.held_path)
+    version = applied_spec.in_force(spec, held_log) if asked.spec_version is None else asked.spec_version
     held_state = feed_tables.held_state(held_log, spec.feed)
     seq = held_state.seq
     target = target_waterline(spec, held_state, now, as_of_us)

@@ -113,18 +113,19 @@ def pending_changes(spec: FeedSpec) -> tuple[AppliedSpec | None, SpecDiff]:
     return current, spec_diff(current.part, part)
 
 
-def check_applied(spec: FeedSpec) -> AppliedSpec | None:
+def check_applied(spec: FeedSpec, held_log: TableLog | None = None) -> AppliedSpec | None:
     """Refuse, in one line naming the difference, a spec whose release part differs from the
     applied one (a feed with no recorded version yet passes: its first ingest records it), or
     whose tiers' schedules in held were recomputed for another policy (an apply that stopped
-    before it recorded its version); the applied version (None: none recorded)."""
+    before it recorded its version); the applied version (None: none recorded). ``held_log``:
+    held's log as the caller already read it (else it is read)."""
     current, diff = pending_changes(spec)
     where = spec.spec_file or "SPEC"
     if diff:
         raise SpecNotApplied(f"feed {spec.feed}: the spec differs from the applied spec (version {current.version}): "
                              f"{diff.summary()}; run `waterline apply {where}` to make it take effect")
     if current is not None:
-        log = TableLog.open(spec.held_path)
+        log = held_log or TableLog.open(spec.held_path)
         stale = stale_schedules(spec, current, feed_tables.held_state(log, spec.feed), _columns(log))
         if stale:
             raise SpecNotApplied(f"feed {spec.feed}: held's schedule of tier {stale[0]} is not the applied policy's "
@@ -164,12 +165,13 @@ def stale_schedules(spec: FeedSpec, current: AppliedSpec | None, held: HeldState
     return out
 
 
-def in_force(spec: FeedSpec) -> int | None:
+def in_force(spec: FeedSpec, held_log: TableLog | None = None) -> int | None:
     """The number of the applied spec version a release under ``spec`` is released under (read
     under the feed lease, which `apply` takes too, so no apply comes between it and the commit);
     None for a feed with no recorded version (its commits are judged by the spec of the day).
-    A spec that differs from the applied one is refused as `check_applied` refuses it."""
-    current = check_applied(spec)
+    A spec that differs from the applied one is refused as `check_applied` refuses it
+    (``held_log``: held's log as the caller read it, else it is read)."""
+    current = check_applied(spec, held_log)
     return None if current is None else current.version
 
 
