@@ -16,7 +16,7 @@ KAFKA   := $(VENV)/share/waterline/kafka
 # Connect server) has them with the Delta jars.
 JAVA_SRC := $(wildcard jvm/src/dev/waterline/spark/*.java)
 
-.PHONY: setup test demo demo-stream bench bench-latency bench-soak bench-sharing bench-audit dev airflow lock check-deps clean
+.PHONY: setup test demo demo-stream bench bench-apply bench-latency bench-soak bench-sharing bench-audit dev airflow lock check-deps clean
 
 setup: $(STAMP)
 
@@ -72,6 +72,10 @@ bench: setup
 	$(BIN)/python -m bench.connect
 	$(BIN)/python -m bench.stream
 	$(BIN)/python -m bench.stream_latency
+
+# What `waterline apply` costs on a live feed, against plain Delta (docs/benchmarks.md).
+bench-apply: setup
+	$(BIN)/python -m bench.apply
 
 # Release latency with dagster-daemon + the sensor: cold, pre-armed, warm (docs/benchmarks.md).
 bench-latency: setup
