@@ -15,7 +15,9 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from tests.airflow.feed import FIRST_ROWS, TIERS, load, write_feed
 from tests.airflow.home import AirflowHome
+from tests.engine import live_change
 from tests.engine.feedkit import make_spec
+from tests.engine.live_change import LiveChange
 from waterline import Feed
 from waterline.airflow import WaterlineDueTrigger, airflow_failures
 from waterline.airflow.triggers import IDLE
@@ -80,3 +82,54 @@ def test_the_apply_dag_applies_a_change_to_a_live_feed(spark, tmp_path):
     assert airflow.task_tries("f_release")[-1][1] == "success"
     assert sorted(r["id"] for r in deployed.read("emb").to_pylist()) == [0, 4]
     assert live.read("d10").to_pylist() == kept  # retired: kept as of its last release
+
+
+@pytest.mark.spark
+@pytest.mark.e2e
+def test_the_apply_dag_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp_path):
+    """A live feed (rt, delayed 30 minutes) whose deployed spec shortens the delay to 10
+    minutes, adds tier d25 and column venue: the release task skips with "spec not applied"
+    naming the three changes; ``f_apply`` records version 2, builds d25 at the feed's W and
+    adds venue to held and every tier; after an ingest filling venue, the release DAG releases
+    a row the old delay held back and emits d25's asset event. Every tier equals `SpecHistory`."""
+    from tests.airflow.home import spec_yaml
+    from waterline.spec import load_spec
+
+    run = LiveChange(tmp_path)
+    path = spec_yaml(tmp_path / "feeds" / "f.yaml", live_change.spec_dict(tmp_path, deployed=False,
+                                                                           release_lead_seconds=0))
+    live = Feed(load_spec(path), spark=spark)
+    run.ingest(live, {1: None, 2: None, 3: None})
+    live.release()
+    w1 = run.released(live)
+    run.check(live)
+    assert run.tier(live, "delayed") == {("a", 1): ("v1", None)}, "the scenario's rows: only row 1 due at 30 min"
+    spec_yaml(path, live_change.spec_dict(tmp_path, deployed=True, release_lead_seconds=0))
+    airflow = AirflowHome(tmp_path, path.parent, dag_kwargs='release_options={"idle_seconds": 3}')
+    airflow.migrate()
+
+    skipped = airflow.cli("dags", "test", "f_release")
+    out = skipped.stdout + skipped.stderr
+    assert "spec not applied: feed f: the spec differs from the applied spec (version 1)" in out, out[-3000:]
+    assert all(change in out for change in live_change.CHANGES), out[-3000:]
+    assert airflow.task_tries("f_release")[-1][1] == "skipped", out[-3000:]
+
+    applied = airflow.cli("dags", "test", "f_apply")
+    out = applied.stdout + applied.stderr
+    assert "feed f: spec version 2 applied: tier d25 added; tier delayed: policy" in out, out[-3000:]
+    feed = Feed(load_spec(path), spark=spark)
+    run.applied(feed)
+    assert [a.version for a in feed.spec_versions()] == [1, 2]
+    for table in (feed.spec.held_path, *[feed.spec.tier_path(t) for t in feed.spec.tiers]):
+        assert live_change.has_column(table, "venue"), table
+    run.check(feed)  # d25 built at the feed's W, the others as released
+    assert live_change.tier_w(feed, "d25") == w1
+
+    run.ingest(feed, {1: "XNYS", 2: None, 3: "XLON"})
+    released = airflow.cli("dags", "test", "f_release")
+    assert airflow.task_tries("f_release")[-1][1] == "success", (released.stdout + released.stderr)[-3000:]
+    w2 = run.released(feed)
+    run.check(feed)
+    assert ("a", 2) in run.tier(feed, "delayed") and w2 < run.event_us(2) + 30 * 60_000_000  # due by the new delay
+    assert run.tier(feed, "rt")[("a", 3)] == ("v3", "XLON")
+    assert airflow.asset_events()["f/d25"][-1]["w_us"] == w2

@@ -221,13 +221,17 @@ def audit_failure(feed: str, proofs: Mapping[str, TierProof]) -> str | None:
 
 class WaterlineApplyOperator(_FeedOperator):
     """Make the spec the feed's applied spec (`waterline.Feed.apply`, docs/operations.md), under
-    the feed lease; no Spark. Returns the spec version in force after it and what changed
+    the feed lease. Retiring a tier or adding a column needs no Spark; a tier added or a policy
+    changed starts it (held rescheduled, the new tier built at the feed's W), the JVM's own
+    output in its log file. Returns the spec version in force after it and what changed
     (XCom); a refused change fails the task in one line."""
 
     def execute(self, context: Context) -> dict[str, Any]:
         feed = self.get_feed()
         with airflow_failures(self.log):
             applied, diff = feed.apply()
+        if feed.jvm_log is not None:
+            self.log.info("Spark: the JVM's own log is %s (WATERLINE_JVM_LOG)", feed.jvm_log)
         changes = diff.lines()
         self.log.info("feed %s: spec version %s %s", feed.name, applied.version,
                       f"applied: {'; '.join(changes)}" if changes else "in force, nothing to apply")

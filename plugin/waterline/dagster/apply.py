@@ -5,7 +5,9 @@ tiers, policies, columns, waterline, time zone) takes effect only when it is app
 then the release sensor skips with "spec not applied: ...". Deploying the changed spec file
 and launching this job (from the UI or ``dagster job launch``) applies it under the feed
 lease; the next sensor tick releases under the new spec version. A refused change fails the
-run with the CLI's one-line message. No Spark: the job reads and appends ``_wl_specs`` only.
+run with the CLI's one-line message. Retiring a tier or adding a column needs no Spark; a tier
+added or a policy changed starts the resource's Spark (held is rescheduled and the new tier
+built at the feed's W), its JVM output in its log file as for every run.
 """
 
 from dagster import JobDefinition, MetadataValue, OpExecutionContext, in_process_executor, job, op
@@ -30,6 +32,7 @@ def build_apply_job(spec: FeedSpec, *, resource_key: str = RESOURCE_KEY) -> JobD
         feed = resource.get_feed(spec)
         with dagster_failures(retries=resource.transient_retries, wait_seconds=resource.retry_wait_seconds):
             applied, diff = feed.apply()
+        resource.log_jvm(feed, context.log)
         changes = diff.lines()
         context.log.info(f"feed {spec.feed}: spec version {applied.version} "
                          + (f"applied: {'; '.join(changes)}" if changes else "in force, nothing to apply"))
