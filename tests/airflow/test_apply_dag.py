@@ -87,7 +87,7 @@ def test_the_apply_dag_applies_a_change_to_a_live_feed(spark, tmp_path):
 @pytest.mark.spark
 @pytest.mark.e2e
 def test_the_apply_dag_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp_path):
-    """A live feed (rt, delayed 30 minutes) whose deployed spec shortens the delay to 10
+    """A live feed (rt, delayed 60 minutes) whose deployed spec shortens the delay to 10
     minutes, adds tier d25 and column venue: the release task skips with "spec not applied"
     naming the three changes; ``f_apply`` records version 2, builds d25 at the feed's W and
     adds venue to held and every tier; after an ingest filling venue, the release DAG releases
@@ -103,7 +103,7 @@ def test_the_apply_dag_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp
     live.release()
     w1 = run.released(live)
     run.check(live)
-    assert run.tier(live, "delayed") == {("a", 1): ("v1", None)}, "the scenario's rows: only row 1 due at 30 min"
+    assert run.tier(live, "delayed") == {("a", 1): ("v1", None)}, "the scenario's rows: only row 1 due at 60 min"
     spec_yaml(path, live_change.spec_dict(tmp_path, deployed=True, release_lead_seconds=0))
     airflow = AirflowHome(tmp_path, path.parent, dag_kwargs='release_options={"idle_seconds": 3}')
     airflow.migrate()
@@ -130,6 +130,6 @@ def test_the_apply_dag_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp
     assert airflow.task_tries("f_release")[-1][1] == "success", (released.stdout + released.stderr)[-3000:]
     w2 = run.released(feed)
     run.check(feed)
-    assert ("a", 2) in run.tier(feed, "delayed") and w2 < run.event_us(2) + 30 * 60_000_000  # due by the new delay
+    assert ("a", 2) in run.tier(feed, "delayed") and w2 < run.event_us(2) + 60 * 60_000_000  # due by the new delay
     assert run.tier(feed, "rt")[("a", 3)] == ("v3", "XLON")
     assert airflow.asset_events()["f/d25"][-1]["w_us"] == w2

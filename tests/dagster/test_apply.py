@@ -76,7 +76,7 @@ def test_the_apply_job_applies_a_change_to_a_live_feed(spark, tmp_path):
 
 @pytest.mark.spark
 def test_the_apply_job_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp_path):
-    """A live feed (rt, delayed 30 minutes; ingested, released) whose deployed spec shortens the
+    """A live feed (rt, delayed 60 minutes; ingested, released) whose deployed spec shortens the
     delay to 10 minutes, adds tier d25 and column venue: the definitions show d25's asset and
     delayed's new code version; the sensor skips with "spec not applied" naming the three
     changes; ``f_apply`` records version 2, builds d25 at the feed's W and adds venue to held
@@ -92,7 +92,7 @@ def test_the_apply_job_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp
     live.release()
     w1 = run.released(live)
     run.check(live)
-    assert run.tier(live, "delayed") == {("a", 1): ("v1", None)}, "the scenario's rows: only row 1 due at 30 min"
+    assert run.tier(live, "delayed") == {("a", 1): ("v1", None)}, "the scenario's rows: only row 1 due at 60 min"
 
     deployed = spec_from_dict(spec_dict(tmp_path, deployed=True), base_dir=tmp_path)
     before, after = _code_versions(live.spec), _code_versions(deployed)
@@ -127,7 +127,7 @@ def test_the_apply_job_adds_a_tier_shortens_a_delay_and_adds_a_column(spark, tmp
     assert released.success
     w2 = run.released(feed)
     run.check(feed)
-    assert ("a", 2) in run.tier(feed, "delayed") and w2 < run.event_us(2) + 30 * 60_000_000  # due by the new delay
+    assert ("a", 2) in run.tier(feed, "delayed") and w2 < run.event_us(2) + 60 * 60_000_000  # due by the new delay
     assert run.tier(feed, "rt")[("a", 3)] == ("v3", "XLON")
     assert instance.get_latest_materialization_event(d25) is not None
     shown = spark.read.format("delta").load(deployed.tier_path("rt")).select("id", "venue").collect()

@@ -3,8 +3,8 @@ added, a delay shortened and an output column added, in one apply, on the wall c
 
 The orchestrators release to the system clock, so the rows' event times are set from the
 instant the scenario starts (``t0``): row 1 is due under every delay, row 2 is due under
-the shortened delay (10 minutes) but not under the old one (30) until ``t0`` + 10 minutes,
-row 3 under none yet. The new tier ``d25`` is built at the apply from what its policy
+the shortened delay (10 minutes) but not under the old one (60) until ``t0`` + 40 minutes,
+row 3 under none yet (a slow run may see it due under 10 minutes: the oracle says so too). The new tier ``d25`` is built at the apply from what its policy
 shows at the feed's W. `waterline.semantics.spec_history.SpecHistory` is the oracle,
 stepped with the W_T each release recorded and the instant the apply recorded.
 """
@@ -25,17 +25,17 @@ from waterline.semantics import NEG_INF, POS_INF
 from waterline.semantics.spec_history import Policy, SpecHistory
 
 RT = ("TRUE", Policy("TRUE", lambda p: ((NEG_INF, POS_INF),)))
-LIVE = {"rt": RT, "delayed": delay(30)}
+LIVE = {"rt": RT, "delayed": delay(60)}
 DEPLOYED = {"rt": RT, "delayed": delay(10), "d25": delay(25)}
 VENUE_TRANSFORM = TRANSFORM.replace(" FROM source", ", CAST(venue AS STRING) AS venue FROM source")
 #: What `waterline plan` says of the change, each a line of the refusal and of the apply.
 CHANGES = ("tier d25 added", "tier delayed: policy", "column venue added")
 #: Minutes before t0 of each row's event time.
-AGO = {1: 40, 2: 20, 3: 1}
+AGO = {1: 90, 2: 20, 3: 1}
 
 
 def spec_dict(root: Path, *, deployed: bool, **overrides) -> dict:
-    """The live spec (rt, delayed 30 minutes) or the deployed one (delayed 10 minutes, tier
+    """The live spec (rt, delayed 60 minutes) or the deployed one (delayed 10 minutes, tier
     d25 added, column venue added)."""
     tiers = DEPLOYED if deployed else LIVE
     overrides.setdefault("release_interval_seconds", 1)
