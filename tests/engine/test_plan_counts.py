@@ -133,7 +133,7 @@ def test_the_cli_prints_the_counted_line_and_json(spark, tmp_path):
     text = run("plan", str(spec))
     assert text.returncode == 0, text.stderr
     assert "tier d15: policy" in text.stdout
-    assert "1 pending versions become due at once (at W 2026-01-01T10:40:00Z, its next release)" in text.stdout
+    assert "1 pending version becomes due at once (at W 2026-01-01T10:40:00Z, its next release)" in text.stdout
     data = json.loads(run("plan", str(spec), "--json", "--no-counts").stdout)
     assert data["_wl_changes"]["counts"]["tiers"] == {} and "not counted" in data["_wl_changes"]["counts"]["note"]
     counted = json.loads(run("plan", str(spec), "--json").stdout)["_wl_changes"]
@@ -143,3 +143,32 @@ def test_the_cli_prints_the_counted_line_and_json(spark, tmp_path):
     column = Feed(make_spec(tmp_path, {"d15": delay(15)[0]}, source=source,
                             transform=TRANSFORM.replace(" FROM source", ", CAST(venue AS STRING) AS venue FROM source")))
     assert column.plan().counts["column_tables"] == {"venue": ["held", "d15"]}
+
+
+def test_a_new_tier_whose_policy_names_a_column_the_change_adds_is_counted(spark, tmp_path):
+    """The column is NULL in every version held when `apply` adds it, so the count reads it
+    as NULL too (it had failed compiling the policy against held's columns)."""
+    from tests.engine.feedkit import write_partition
+    from tests.engine.test_release_differential import _iso
+
+    minute = 60_000_000
+    now = at("10:40")
+    rows = [{"id": i, "event_time": _iso(at("10:00") + i * 5 * minute), "status": "final", "embargo_until": None,
+             "v": "x"} for i in range(8)]
+    write_partition(tmp_path, "a", rows)
+    first = Feed(make_spec(tmp_path, {"d15": delay(15)[0]}), spark=spark, clock=far_future_clock())
+    first.ingest("a")
+    first.release(as_of=now)
+    source = {"format": "json", "path": str(tmp_path / "src" / "{partition}"),
+              "options": {"schema": SCHEMA + ", venue STRING"}}
+    tiers = {"d15": delay(15)[0], "dv": "coalesce(venue, 'none') = 'none' AND event_time + INTERVAL 20 MINUTES "
+                                        "<= WATERLINE()"}
+    changed = Feed(make_spec(tmp_path, tiers, source=source,
+                             transform=TRANSFORM.replace(" FROM source", ", CAST(venue AS STRING) AS venue FROM source")),
+                   spark=spark, clock=far_future_clock())
+    plan = changed.plan(counts=True)
+    assert plan.counts["column_tables"] == {"venue": ["held", "d15"]}
+    counted = plan.counts["tiers"]["dv"]["due"]
+    assert counted == 5  # 10:00 .. 10:20 are 20 minutes old at 10:40
+    changed.apply()
+    assert changed.read("dv").num_rows == counted

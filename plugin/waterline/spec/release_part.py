@@ -123,6 +123,11 @@ class TierCounts:
                 "sooner": self.sooner, "on_hold": self.on_hold}
 
 
+def _rows(n: int, what: str = "") -> str:
+    """``n`` rows, in words ("1 row", "1,204 shown rows")."""
+    return f"{_n(n)} {what}{'row' if n == 1 else 'rows'}"
+
+
 def _n(number: int) -> str:
     return f"{number:,}"
 
@@ -143,20 +148,20 @@ class ChangeCounts:
         t = self.tiers.get(tier)
         if t is None:
             return ""
-        return f": built from held at W {format_instant(t.w_us)}, {_n(t.due)} rows at its first release"
+        return f": built from held at W {format_instant(t.w_us)}, {_rows(t.due)} at its first release"
 
     def changed_text(self, tier: str) -> str:
         t = self.tiers.get(tier)
         if t is None:
             return ""
-        parts = [f"{_n(t.due)} pending versions become due at once (at W {format_instant(t.w_us)}, "
+        parts = [f"{_n(t.due)} pending {'version becomes' if t.due == 1 else 'versions become'} due at once (at W {format_instant(t.w_us)}, "
                  + ("at its resume)" if t.on_hold else "its next release)")]
         if t.withdrawn:
-            parts.append(f"{_n(t.withdrawn)} shown rows withdrawn by it")
+            parts.append(f"{_rows(t.withdrawn, 'shown ')} withdrawn by it")
         if t.kept:
-            parts.append(f"{_n(t.kept)} shown rows kept that the new policy alone would not show")
+            parts.append(f"{_rows(t.kept, 'shown ')} kept that the new policy alone would not show")
         if t.sooner:
-            parts.append(f"{_n(t.sooner)} shown rows leave at their new, earlier expiry")
+            parts.append(f"{_rows(t.sooner, 'shown ')} {'leaves at its' if t.sooner == 1 else 'leave at their'} new, earlier expiry")
         return ": " + ", ".join(parts)
 
     def retired_text(self, tier: str) -> str:
@@ -165,7 +170,7 @@ class ChangeCounts:
         rows = self.retired_rows[tier]
         if rows is None:
             return ": no table (never released)"
-        return f": {_n(rows)} rows in its table, kept until an explicit drop"
+        return f": {_rows(rows)} in its table, kept until an explicit drop"
 
     def column_text(self, column: str) -> str:
         if column not in self.column_tables:

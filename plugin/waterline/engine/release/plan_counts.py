@@ -27,7 +27,7 @@ from waterline.engine.tables.spark_tables import read_delta
 from waterline.policy import vis_sql
 from waterline.policy.render import VIS_TYPE
 from waterline.spec import FeedSpec
-from waterline.spec.release_part import ChangeCounts, SpecDiff, TierCounts
+from waterline.spec.release_part import ChangeCounts, SpecDiff, TierCounts, release_part
 
 _RAW = "_wl_plan_raw"  # the new policy's own visibility, before the kept rows' rule
 _G = "_wl_plan_g"
@@ -43,10 +43,20 @@ def count_changes(spark: SparkSession, spec: FeedSpec, diff: SpecDiff, base: Cha
     if feed_w is None or not TableLog.open(spec.held_path).exists:
         return replace(base, note="not counted: the feed has no release yet (its first release schedules every "
                                   "tier from held under the applied spec)")
-    held = read_delta(spark, spec.held_path)
+    held = _with_added_columns(read_delta(spark, spec.held_path), spec, diff)
     payload = held.select([c for c in held.columns if not C.is_system(c)])
     plans = compile_tiers(spark, spec, payload, tiers=tiers)
     return replace(base, tiers={t: tier_counts(spark, spec, held, t, vis_sql(plans[t]), feed_w) for t in tiers})
+
+
+def _with_added_columns(held: DataFrame, spec: FeedSpec, diff: SpecDiff) -> DataFrame:
+    """``held`` as `apply` leaves it: each column the change adds, NULL in every version held
+    (a policy that names one is counted as the apply and the next release will see it)."""
+    types = release_part(spec).get("columns") or {}
+    for column in diff.columns_added:
+        if column not in held.columns and column in types:
+            held = held.withColumn(column, F.lit(None).cast(types[column]))
+    return held
 
 
 def tier_counts(spark: SparkSession, spec: FeedSpec, held: DataFrame, tier: str, vis: str, feed_w: int) -> TierCounts:
