@@ -24,7 +24,7 @@ published); durations (``max_wait``) are seconds (int or float), a `timedelta` o
 text; table versions are ``version``/``since``.
 
 Over 400 lines, for a reason: `Feed` is the whole public API in one class (DESIGN's public
-names): 34 public methods and properties, near a third of the file their docstrings, each a door of a few
+names): 33 public methods and properties, near a third of the file their docstrings, each a door of a few
 lines to the engine (`engine.operations`) or to the feed's tables (`engine.tables.feed_tables`),
 where the work is. Splitting the class would split the one API the adapters share.
 """
