@@ -273,8 +273,9 @@ class TierProof(_Result):
 
     ``unproven``: ``(first version, last version, why)`` of commits the proof could not see
     (cleaned from the log, written before the change data feed); never counted as clean.
-    ``rows`` (on request): ``(version, change, key, seq, due_us)`` of every change, where a
-    deleted row's due instant is when it had to go (NEG_INF: at once)."""
+    ``rows`` (on request): ``(version, change, key, seq, due_us)`` of every change (insert,
+    update, delete; ``rewrite``: an update that keeps the version the tier showed, not judged),
+    where a deleted row's due instant is when it had to go (NEG_INF: at once)."""
 
     tier: str
     exists: bool

@@ -10,6 +10,13 @@ commit file (set by the object store, not by waterline's clock) and the writer's
 ``commitInfo.timestamp``; a row committed before it was due is a breach, and so is a row the
 commit shows at a W_T its policy does not show it at. Deleted rows are listed with the
 instant they had to go (an expiry) and are never early: withdrawing a row leaks nothing.
+An update whose post-image is the version its pre-image already showed (same identity,
+``_wl_seq`` and payload: only ``_wl_start`` / ``_wl_end`` rewritten, e.g. a row kept by an
+apply that lengthened a delay, or a version shown again in a later interval) releases
+nothing and is not judged: it is counted as an update and listed as a ``rewrite``, never a
+breach and never a margin.
+Any other update (a new version, or a payload changed by hand under the same seq) is judged
+like an insert.
 
 A commit by another writer that changes rows (a RESTORE, a DELETE by hand) is proven like a
 release, at the newest W_T recorded at or before it. Commits the proof cannot see are named,
@@ -46,6 +53,7 @@ _VERSION, _TYPE = "_commit_version", "_change_type"
 _CDF_COLUMNS = {_VERSION, _TYPE, "_commit_timestamp"}
 _W, _AT, _POLICY = "_wl_proof_w", "_wl_proof_committed", "_wl_proof_policy"
 _SHOWN, _NEXT, _GONE = "_wl_proof_shown_since", "_wl_proof_next", "_wl_proof_gone_at"
+_SAME, _PRE = "_wl_proof_same_version", "_wl_proof_pre_"
 _RELEASED = ("insert", "update_postimage")
 
 
@@ -111,8 +119,8 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
     if not provable:
         return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
                          unproven=tuple(sorted(unproven))), plans, newest
-    changes = _change_feed(spark, log.path, provable)
-    payload = [c for c in changes.columns if not C.is_system(c) and c not in _CDF_COLUMNS]
+    changes = _change_feed(spark, log.path, provable, [C.PARTITION, *spec.key])
+    payload = [c for c in changes.columns if not C.is_system(c) and c not in _CDF_COLUMNS and c != _SAME]
     if plans is None:
         plans = compile_tiers(spark, spec, changes.select(*payload))
     judged, policy_of, vis = _in_force(spark, spec, tier, {v: records[v] for v in provable},
@@ -121,7 +129,7 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
                                f"{_VERSION} BIGINT, {_W} BIGINT, {_AT} BIGINT, {_POLICY} INT")
     proofs.update({v: proofs[v].evolve(spec=judged[v]) for v in provable})
     dated = _with_due(changes.join(F.broadcast(at), on=_VERSION), vis)
-    released = F.col(_TYPE).isin(*_RELEASED)
+    released = F.col(_TYPE).isin(*_RELEASED) & ~F.col(_SAME)
     # committed_us is an exclusive upper bound: at or before due, the commit was certainly early
     breach = released & (F.col(_SHOWN).isNull() | (F.col(_AT) <= F.col(_SHOWN)))
     margin = F.when(released & (F.col(_SHOWN) > NEG_INF), F.col(_AT) - F.col(_SHOWN))
@@ -138,13 +146,13 @@ def _prove(spark: SparkSession, spec: FeedSpec, tier: str, after: int, *,
                                      min_margin_us=None if r["margin"] is None else int(r["margin"]))
     keys = [C.PARTITION, *spec.key]
     listed = dated.select(_VERSION, _TYPE, *keys, C.SEQ, F.coalesce(_SHOWN, _NEXT).alias("due"), _GONE, _AT, _W,
-                          breach.alias("breach"))
+                          _SAME, breach.alias("breach"))
     breaches = () if not any(p.breaches for p in proofs.values()) else tuple(
         Breach(tier=tier, version=int(r[_VERSION]), key=tuple(r[k] for k in keys), seq=int(r[C.SEQ]),
                change=_change(r[_TYPE]), due_us=r["due"], committed_us=int(r[_AT]), w_us=r[_W])
         for r in listed.filter("breach").orderBy(_VERSION, *keys).limit(MAX_BREACHES).collect())
     rows = () if not with_rows else tuple(
-        (int(r[_VERSION]), _change(r[_TYPE]), tuple(r[k] for k in keys), int(r[C.SEQ]),
+        (int(r[_VERSION]), "rewrite" if r[_SAME] else _change(r[_TYPE]), tuple(r[k] for k in keys), int(r[C.SEQ]),
          r["due"] if r[_TYPE] in _RELEASED else r[_GONE])
         for r in listed.orderBy(_VERSION, *keys).collect())
     return TierProof(tier=tier, exists=True, releases=tuple(proofs[v] for v in sorted(proofs)),
@@ -178,15 +186,28 @@ def _runs(versions: set[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def _change_feed(spark: SparkSession, path: str, versions: list[int]) -> DataFrame:
-    """The change rows (no update preimages) of ``versions``: one read per run of consecutive
-    versions, since a read of a range needs every file of every version in it."""
+def _change_feed(spark: SparkSession, path: str, versions: list[int], keys: list[str]) -> DataFrame:
+    """The change rows of ``versions`` (no update pre-images), each with ``_SAME``: an update
+    whose post-image is its pre-image's version (see the module). One read per run of
+    consecutive versions, since a read of a range needs every file of every version in it."""
     reads = [spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", a)
              .option("endingVersion", b).load(path) for a, b in _runs(set(versions))]
     out = reads[0]
     for more in reads[1:]:
         out = out.unionByName(more)
-    return out.filter(F.col(_TYPE) != "update_preimage").filter(F.col(_VERSION).isin(versions))
+    out = out.filter(F.col(_VERSION).isin(versions))
+    # the version's identity: its seq and every payload column (a hand edit under the same seq is judged)
+    same = [C.SEQ, *(c for c in out.columns if not C.is_system(c) and c not in _CDF_COLUMNS)]
+    pre = (out.filter(F.col(_TYPE) == "update_preimage")
+           .select(_VERSION, *keys, *(F.col(c).alias(_PRE + c) for c in same))
+           .dropDuplicates([_VERSION, *keys]))  # one pre-image per identity and commit
+    kept = F.lit(True)
+    for c in same:
+        kept = kept & F.col(c).eqNullSafe(F.col(_PRE + c))
+    same_version = (F.col(_TYPE) == "update_postimage") & F.col(_PRE + C.SEQ).isNotNull() & kept
+    return (out.filter(F.col(_TYPE) != "update_preimage").join(pre, on=[_VERSION, *keys], how="left")
+            .withColumn(_SAME, F.coalesce(same_version, F.lit(False)))
+            .drop(*(_PRE + c for c in same)))
 
 
 def _with_due(changes: DataFrame, vis_sql: str) -> DataFrame:
