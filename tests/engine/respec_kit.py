@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from tests.engine.feedkit import far_future_clock, make_spec, read_tier, write_partition
+from tests.engine.feedkit import far_future_clock, iso_any_year, make_spec, read_tier, write_partition
 from waterline import Feed
 from waterline.clock import parse_instant
 from waterline.engine.delta.table_log import TableLog
@@ -43,24 +43,27 @@ class Both:
         self.spark, self.root, self.tiers = spark, root, dict(tiers)
         self.feed = self._feed()
         self.model = SpecHistory({t: p for t, (_, p) in tiers.items()}, {}, at_us=0)
-        self.ids: set[int] = set()
+        self.rows: dict[int, tuple[str | int, str]] = {}  # partition a as last ingested
 
     def _feed(self) -> Feed:
         return Feed(make_spec(self.root, {t: sql for t, (sql, _) in self.tiers.items()}), spark=self.spark,
                     clock=far_future_clock())
 
-    def ingest(self, rows: Mapping[int, tuple[str, str]]) -> None:
-        """Partition ``a`` becomes ``rows`` (id -> (HH:MM event time, v)); ids left out are removed."""
-        write_partition(self.root, "a", [{"id": i, "event_time": f"{DAY} {hhmm}:00", "status": "final", "v": v}
-                                         for i, (hhmm, v) in rows.items()])
+    def ingest(self, rows: Mapping[int, tuple[str | int, str]]) -> None:
+        """Partition ``a`` becomes ``rows`` (id -> (event time: HH:MM of the test day or µs, v));
+        ids left out are removed."""
+        events = {i: at(t) if isinstance(t, str) else t for i, (t, _) in rows.items()}
+        write_partition(self.root, "a", [{"id": i, "event_time": iso_any_year(events[i]), "status": "final", "v": v}
+                                         for i, (_, v) in rows.items()])
         self.feed.ingest("a")
-        changes = {("a", i): {"e": at(hhmm), "v": v} for i, (hhmm, v) in rows.items()}
-        changes.update({("a", i): None for i in self.ids - set(rows)})
-        self.ids = set(rows)
+        changes = {("a", i): {"e": events[i], "v": v} for i, (_, v) in rows.items()}
+        changes.update({("a", i): None for i in set(self.rows) - set(rows)})
+        self.rows = dict(rows)
         self.model.ingest(changes)
 
-    def release(self, hhmm: str) -> None:
-        w = at(hhmm)
+    def release(self, hhmm: str | int) -> None:
+        """Release to W (HH:MM of the test day, or µs); the model's wall clock is W."""
+        w = at(hhmm) if isinstance(hhmm, str) else hhmm
         self.feed.release(as_of=w)
         self.model.release(w, at_us=max(w, self.model.now_us))
 
