@@ -1,6 +1,6 @@
 """Property (issue 56): a live feed whose spec changes mid-history (tiers added and retired,
-delays shortened and lengthened, windows changed), with ingests, revisions, removals, gc and
-releases between the changes, equals `SpecHistory` in every live tier at every release, on
+delays shortened and lengthened, windows changed, the output column ``venue`` added), with
+ingests, revisions, removals, gc and releases between the changes, equals `SpecHistory` in every live tier at every release, on
 Spark + Delta. After the history, `waterline audit` of every live tier over the whole history
 is clean (each commit judged by the spec version it was released under), and a release forced
 ahead of the wall clock is caught row by row, with the due instants of the policy in force,
@@ -27,12 +27,16 @@ pytestmark = pytest.mark.spark
 POLICIES = {"d0": delay(0), "d10": delay(10), "d20": delay(20), "w15": window(0, 15), "w5_20": window(5, 20)}
 NAMES = ("t1", "t2", "t3")
 
+# a venue is read once an apply added the column (before, the source's extra field is not read)
 partitions = st.dictionaries(st.integers(0, 4), st.tuples(st.sampled_from([f"10:{m:02d}" for m in range(0, 45, 5)]),
-                                                          st.sampled_from("xyz")), max_size=4)
+                                                          st.sampled_from("xyz"), st.sampled_from([None, "X"])),
+                             max_size=4)
 steps = st.lists(st.one_of(
     st.tuples(st.just("ingest"), partitions),
     st.tuples(st.just("release"), st.integers(0, 15)),
-    st.tuples(st.just("apply"), st.lists(st.sampled_from([None, *POLICIES]), min_size=3, max_size=3)),
+    # the tiers' policies (None: no such tier), and whether the output column venue is added
+    st.tuples(st.just("apply"), st.tuples(st.lists(st.sampled_from([None, *POLICIES]), min_size=3, max_size=3),
+                                          st.booleans())),
     st.tuples(st.just("gc"), st.none()),
 ), min_size=3, max_size=8)
 
@@ -41,8 +45,11 @@ steps = st.lists(st.one_of(
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking a feed on Spark takes too long
 @given(first=st.sampled_from(sorted(POLICIES)), drawn=steps)
 # a delay lengthened while id 1 shows (since 10:20, kept from 10:25), released again before the
-# new policy shows it: the release rewrites the kept row, which the audit must not judge
-@example(first="d10", drawn=[("release", 15), ("release", 10), ("apply", ["d20", None, None]), ("release", 2)])
+# new policy shows it: the release rewrites the kept row, which the audit must not judge; the
+# same apply adds venue, filled for id 0 (a new version) and left NULL for id 1 (none)
+@example(first="d10", drawn=[("release", 15), ("release", 10), ("apply", (["d20", None, None], True)),
+                             ("ingest", {0: ("10:00", "x", "X"), 1: ("10:10", "x", None), 2: ("10:20", "y", "X")}),
+                             ("release", 2)])
 def test_every_tier_equals_the_model_across_spec_changes(spark, first, drawn):
     root = Path(tempfile.mkdtemp(prefix="wl-respec-"))
     both = Both(spark, root, {"t1": POLICIES[first]})
@@ -60,12 +67,13 @@ def test_every_tier_equals_the_model_across_spec_changes(spark, first, drawn):
         elif kind == "gc":
             both.gc()
         else:
-            chosen = {n: p for n, p in zip(NAMES, arg) if p is not None and n not in retired}
+            drawn_policies, venue = arg
+            chosen = {n: p for n, p in zip(NAMES, drawn_policies) if p is not None and n not in retired}
             if not chosen:
                 continue
             retired |= set(names) - set(chosen)
             names = chosen
-            both.apply({n: POLICIES[p] for n, p in chosen.items()})
+            both.apply({n: POLICIES[p] for n, p in chosen.items()}, venue=venue)
             both.check()
     minute += 60
     both.release(f"{10 + minute // 60}:{minute % 60:02d}")

@@ -92,7 +92,7 @@ def test_a_new_tier_after_gc_never_shows_a_version_gc_deleted(spark, tmp_path):
     assert ("a", 0) not in both.tier("d20") and len(both.tier("d20")) == 4
     both.release("11:30")
     both.check()
-    assert both.tier("d20")[("a", 0)] == "b"
+    assert both.tier("d20")[("a", 0)] == ("b", None)
 
 
 def test_publishing_is_refused_while_held_is_rescheduled_for_an_unrecorded_spec(spark, tmp_path):
