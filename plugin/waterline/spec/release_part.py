@@ -73,6 +73,11 @@ class SpecDiff:
         return bool(self.lines())
 
     @property
+    def tiers_scheduled_anew(self) -> tuple[str, ...]:
+        """The tiers whose schedule the change computes anew: added, or with a changed policy."""
+        return (*self.tiers_added, *(t for t, _, _ in self.policies_changed))
+
+    @property
     def refused(self) -> tuple[str, ...]:
         """The changes `apply` refuses, one line each."""
         out = [f"{k} changed ({a} -> {b}): identity or partitioning would change under published rows; "

@@ -36,7 +36,7 @@ _G = "_wl_plan_g"
 def count_changes(spark: SparkSession, spec: FeedSpec, diff: SpecDiff, base: ChangeCounts) -> ChangeCounts:
     """``base`` (the counts without Spark) with each new and changed tier of ``diff`` counted
     (see the module); ``base`` as it is, with a note, when the feed has no release yet."""
-    tiers = [t for t in (*diff.tiers_added, *(t for t, _, _ in diff.policies_changed)) if t in spec.tiers]
+    tiers = [t for t in diff.tiers_scheduled_anew if t in spec.tiers]
     if not tiers:
         return base
     feed_w = applied_spec.feed_waterline(spec)

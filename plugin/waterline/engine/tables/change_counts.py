@@ -28,7 +28,7 @@ def static_counts(spec: FeedSpec, diff: SpecDiff) -> ChangeCounts:
 
 def needs_spark(spec: FeedSpec, diff: SpecDiff) -> bool:
     """Whether counting ``diff`` needs Spark: a new or changed tier on a feed that has released."""
-    changed = [t for t in (*diff.tiers_added, *(t for t, _, _ in diff.policies_changed)) if t in spec.tiers]
+    changed = [t for t in diff.tiers_scheduled_anew if t in spec.tiers]
     return bool(changed) and TableLog.open(spec.held_path).exists and applied_spec.feed_waterline(spec) is not None
 
 
