@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from waterline.engine.core import columns as C
 from waterline.engine.core.results import Breach, ReleaseProof, TierProof
@@ -198,16 +199,36 @@ def _change_feed(spark: SparkSession, path: str, versions: list[int], keys: list
     out = out.filter(F.col(_VERSION).isin(versions))
     # the version's identity: its seq and every payload column (a hand edit under the same seq is judged)
     same = [C.SEQ, *(c for c in out.columns if not C.is_system(c) and c not in _CDF_COLUMNS)]
+    types = {f.name: f.dataType for f in out.schema.fields}
     pre = (out.filter(F.col(_TYPE) == "update_preimage")
            .select(_VERSION, *keys, *(F.col(c).alias(_PRE + c) for c in same))
            .dropDuplicates([_VERSION, *keys]))  # one pre-image per identity and commit
     kept = F.lit(True)
     for c in same:
-        kept = kept & F.col(c).eqNullSafe(F.col(_PRE + c))
+        kept = kept & _comparable(c, types[c]).eqNullSafe(_comparable(_PRE + c, types[c]))
     same_version = (F.col(_TYPE) == "update_postimage") & F.col(_PRE + C.SEQ).isNotNull() & kept
     return (out.filter(F.col(_TYPE) != "update_preimage").join(pre, on=[_VERSION, *keys], how="left")
             .withColumn(_SAME, F.coalesce(same_version, F.lit(False)))
             .drop(*(_PRE + c for c in same)))
+
+
+def _comparable(column: str, kind: DataType) -> Column:
+    """``column`` in a form `<=>` compares: Spark has no equality on maps (at any depth), so a
+    value holding one is compared as its JSON text. Entry order counts there: a map rewritten
+    in another order reads as a changed payload, which is judged (never a release missed)."""
+    if _has_map(kind):
+        return F.to_json(F.struct(F.col(column).alias("v")))
+    return F.col(column)
+
+
+def _has_map(kind: DataType) -> bool:
+    if isinstance(kind, MapType):
+        return True
+    if isinstance(kind, ArrayType):
+        return _has_map(kind.elementType)
+    if isinstance(kind, StructType):
+        return any(_has_map(f.dataType) for f in kind.fields)
+    return False
 
 
 def _with_due(changes: DataFrame, vis_sql: str) -> DataFrame:
